@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The GPU System Processor: its command queue and its bring-up.
+
+pub mod cmdq;
+pub mod commands;
+pub mod fw;
+pub mod regs;
+
+use kernel::{
+    device::Device,
+    prelude::*,
+    time::Delta, //
+};
+
+use crate::gsp::{
+    cmdq::{
+        check_function,
+        Cmdq,
+        CommandToGsp,
+        GspMessage,
+        MessageFromGsp, //
+    },
+    commands::{
+        GetGspStaticInfo,
+        GspInitDone,
+        GspSetSystemInfo,
+        GspStaticConfigInfo,
+        SetRegistry, //
+    },
+    fw::function,
+    regs::Bar0,
+};
+
+/// How long the bring-up waits for each answer of the GSP.
+pub const BOOT_TIMEOUT: Delta = Delta::from_secs(5);
+
+/// The registry keys the driver hands the GSP at boot.
+pub const BOOT_REGISTRY: &[(&str, u32)] = &[
+    ("RMSecBusResetEnable", 1),
+    ("RMForcePcieConfigSave", 1),
+    ("RMDevidCheckIgnore", 1),
+];
+
+/// The GSP as the driver sees it.
+pub struct Gsp {
+    /// The command queue.
+    pub cmdq: Cmdq,
+    /// Lines of the GSP's log received so far.
+    pub log_lines: usize,
+}
+
+impl Gsp {
+    /// Allocates the shared memory and initialises the queues.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if the memory cannot be had.
+    pub fn new(dev: &Device) -> Result<Self> {
+        Ok(Self {
+            cmdq: Cmdq::new(dev)?,
+            log_lines: 0,
+        })
+    }
+
+    fn send<C: CommandToGsp>(&mut self, bar: &Bar0, cmd: &C) -> Result<u32> {
+        let seq = self.cmdq.send_command(bar, cmd)?;
+        pr_info!(
+            "gsp: -> {} ({}) sequence={} len={}\n",
+            function::name(C::FUNCTION),
+            C::FUNCTION,
+            seq,
+            cmd.payload().len()
+        );
+        Ok(seq)
+    }
+
+    /// Handles an unasked message; returns whether it was one.
+    fn handle_event(&mut self, msg: &GspMessage) -> bool {
+        match msg.function {
+            function::UCODE_LIBOS_PRINT | function::OS_ERROR_LOG => {
+                self.log_lines += 1;
+                let text = core::str::from_utf8(&msg.payload).unwrap_or("<binary>");
+                pr_info!("gsp: <- {} seq={}: {}\n", function::name(msg.function), msg.seq_num, text.trim_end());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Receives messages until one that is not a log event arrives, and decodes it as `M`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cmdq::wait_for_msg`].
+    pub fn wait_for<M: MessageFromGsp>(&mut self, timeout: Delta) -> Result<M> {
+        loop {
+            let msg = self.cmdq.receive_msg(timeout)?;
+            if self.handle_event(&msg) {
+                continue;
+            }
+            pr_info!(
+                "gsp: <- {} ({}) seq={} sequence={} len={} elems={} result={}\n",
+                function::name(msg.function),
+                msg.function,
+                msg.seq_num,
+                msg.sequence,
+                msg.payload.len(),
+                msg.elem_count,
+                msg.rpc_result
+            );
+            check_function::<M>(&msg)?;
+            return M::decode(&msg.payload);
+        }
+    }
+
+    /// Runs the bring-up sequence: system information and registry to the GSP, wait for
+    /// `GSP_INIT_DONE`, then query the static configuration.
+    ///
+    /// # Errors
+    ///
+    /// - `ETIMEDOUT` if the GSP does not answer within [`BOOT_TIMEOUT`].
+    /// - `EIO` if `GSP_INIT_DONE` reports a failure, or any receive error.
+    pub fn boot(&mut self, bar: &Bar0, sysinfo: &GspSetSystemInfo) -> Result<GspStaticConfigInfo> {
+        self.send(bar, sysinfo)?;
+        self.send(bar, &SetRegistry::new(BOOT_REGISTRY)?)?;
+        let done: GspInitDone = self.wait_for(BOOT_TIMEOUT)?;
+        if done.status != crate::gsp::fw::NV_OK {
+            return Err(EIO);
+        }
+        self.send(bar, &GetGspStaticInfo::new())?;
+        let info: GspStaticConfigInfo = self.wait_for(BOOT_TIMEOUT)?;
+        pr_info!("gsp: GPU \"{}\", {} MiB of frame buffer\n", info.gpu_name(), info.fb_length >> 20);
+        Ok(info)
+    }
+}

@@ -1,0 +1,565 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The GSP command queue: the CPU's side of the two message rings in [`GspMem`].
+//!
+//! The CPU writes commands into `cpuq` and publishes them by advancing
+//! `cpuq.tx.writePtr`, then rings the doorbell; it reads the GSP's messages from `gspq`
+//! and frees their slots by advancing `cpuq.rx.readPtr`.
+//!
+//! # Ordering
+//!
+//! Every access to the other side's pointer goes through an accessor with acquire
+//! semantics, and every update of our own pointer through one with release semantics;
+//! the barrier sits inside the accessor, so no caller can misplace it. Each flavour is
+//! the weakest that orders the accesses that actually surround that pointer:
+//!
+//! | accessor | barrier | orders | pairs with (virtual GSP) |
+//! |---|---|---|---|
+//! | [`DmaGspMem::gsp_read_ptr`] | `dma_mb(Full)` after | its load before our slot stores | `dma_mb(Full)` before its read-pointer store |
+//! | [`DmaGspMem::advance_cpu_write_ptr`] | `dma_mb(Write)` before | our slot stores before the pointer store | `dma_mb(Read)` after its write-pointer load |
+//! | [`DmaGspMem::gsp_write_ptr`] | `dma_mb(Read)` after | its load before our slot loads | `dma_mb(Write)` before its write-pointer store |
+//! | [`DmaGspMem::advance_cpu_read_ptr`] | `dma_mb(Full)` before | our slot loads before the pointer store | `dma_mb(Full)` after its read-pointer load |
+//!
+//! The doorbell is written with `writel` semantics ([`kernel::io::Io::write32`]), which
+//! orders it after the write-pointer store.
+//!
+//! # Trust
+//!
+//! Everything the GSP writes is treated as hostile. Pointers outside the ring are
+//! rejected; an element is copied out of the ring once and every check and every use is
+//! on that copy, so bytes the GSP changes afterwards cannot reach the caller. Our own
+//! pointers are kept in the driver and never read back from shared memory.
+//!
+//! # Errors on receive
+//!
+//! | condition | errno | element |
+//! |---|---|---|
+//! | nothing arrives in time | `ETIMEDOUT` | - |
+//! | GSP write pointer outside the ring | `EIO` | nothing consumed |
+//! | `elemCount` 0, above 16, or above the published slots | `EIO` | all published slots dropped |
+//! | wrong signature, header version, short or inconsistent `rpc.length` | `EIO` | consumed |
+//! | bad checksum | `EIO` | consumed |
+//! | continuation record missing, out of place, or too long | `EIO` | consumed |
+//! | function not the one waited for ([`Cmdq::wait_for_msg`]) | `ERANGE` / `EINVAL` if unknown | consumed |
+//! | non-zero `rpc_result` in a reply | `EINVAL` | consumed |
+
+use kernel::{
+    device::Device,
+    dma::CoherentAllocation,
+    dma_read,
+    dma_write,
+    io::poll::read_poll_timeout,
+    prelude::*,
+    sync::barrier::{
+        dma_mb,
+        Full,
+        Read,
+        Write, //
+    },
+    time::{
+        Delta,
+        Instant, //
+    },
+};
+use zerocopy::{
+    FromBytes,
+    IntoBytes, //
+};
+
+use crate::gsp::{
+    fw::{
+        self,
+        function,
+        Checksum,
+        GspMem,
+        GspMsgElement,
+        MsgqTxHeader,
+        ELEMENT_HEADER_SIZE,
+        GSP_PAGE_SIZE,
+        MAX_ELEMENT_PAGES,
+        MAX_ELEMENT_PAYLOAD,
+        MAX_RPC_PAYLOAD,
+        MSGQ_NUM_PAGES, //
+    },
+    regs::{
+        Bar0,
+        NV_PGSP_QUEUE_HEAD, //
+    },
+};
+
+/// How long a command waits for ring space by default.
+pub const SEND_TIMEOUT: Delta = Delta::from_secs(1);
+/// How often the queues are polled.
+const POLL_INTERVAL: Delta = Delta::from_micros(1);
+/// Bytes of the ring (63 slots).
+const RING_BYTES: usize = MSGQ_NUM_PAGES as usize * GSP_PAGE_SIZE;
+
+/// The CPU's view of [`GspMem`]: the coherent allocation and the pointer accessors.
+///
+/// # Invariants
+///
+/// `cpu_write_ptr` and `cpu_read_ptr` are below [`MSGQ_NUM_PAGES`] and equal to what the
+/// driver last stored in `cpuq.tx.writePtr` and `cpuq.rx.readPtr`.
+pub struct DmaGspMem {
+    mem: CoherentAllocation<GspMem>,
+    cpu_write_ptr: u32,
+    cpu_read_ptr: u32,
+}
+
+impl DmaGspMem {
+    /// Allocates and initialises the shared memory: the PTE page mapping it, both tx
+    /// headers, and every pointer at 0.
+    fn new(dev: &Device) -> Result<Self> {
+        let mem = CoherentAllocation::<GspMem>::alloc_coherent(dev, 1, GFP_KERNEL | __GFP_ZERO)?;
+        let ptes = fw::gsp_mem_ptes(mem.dma_handle());
+        dma_write!(mem[0].ptes = ptes)?;
+        dma_write!(mem[0].cpuq.tx = MsgqTxHeader::new())?;
+        dma_write!(mem[0].gspq.tx = MsgqTxHeader::new())?;
+        // INVARIANT: the allocation is zeroed, so both our pointers are 0 in memory too.
+        Ok(Self {
+            mem,
+            cpu_write_ptr: 0,
+            cpu_read_ptr: 0,
+        })
+    }
+
+    /// Returns the GSP's read pointer into `cpuq`, with acquire semantics.
+    ///
+    /// # Errors
+    ///
+    /// - `EIO` if the GSP published a pointer outside the ring.
+    fn gsp_read_ptr(&self) -> Result<u32> {
+        let ptr = dma_read!(self.mem[0].gspq.rx.read_ptr)?;
+        // ORDERING: LOAD->STORE (and LOAD->LOAD). Orders this load of the GSP's read pointer
+        // before our stores into the `cpuq` slots it frees: we must not overwrite a slot the
+        // GSP may still be reading. `Read` would order only later loads, so this is `Full`.
+        // Pairs with the GSP's `dma_mb(Full)` before it stores its read pointer.
+        dma_mb(Full);
+        if ptr >= MSGQ_NUM_PAGES {
+            return Err(EIO);
+        }
+        Ok(ptr)
+    }
+
+    /// Returns the GSP's write pointer into `gspq`, with acquire semantics for the loads
+    /// that follow.
+    ///
+    /// # Errors
+    ///
+    /// - `EIO` if the GSP published a pointer outside the ring.
+    fn gsp_write_ptr(&self) -> Result<u32> {
+        let ptr = dma_read!(self.mem[0].gspq.tx.write_ptr)?;
+        // ORDERING: LOAD->LOAD. Orders this load of the GSP's write pointer before our loads
+        // of the `gspq` slots it publishes. The driver never stores to `gspq` slots, and its
+        // one store that follows (the read pointer) is ordered by the `Full` in
+        // `advance_cpu_read_ptr`, so `Read` suffices. Pairs with the GSP's `dma_mb(Write)`
+        // before it stores its write pointer.
+        dma_mb(Read);
+        if ptr >= MSGQ_NUM_PAGES {
+            return Err(EIO);
+        }
+        Ok(ptr)
+    }
+
+    /// Publishes `elem_count` slots written at the write pointer, with release semantics.
+    fn advance_cpu_write_ptr(&mut self, elem_count: u32) -> Result {
+        let wptr = (self.cpu_write_ptr + elem_count) % MSGQ_NUM_PAGES;
+        // ORDERING: STORE->STORE. Orders our stores of the element (header and payload in
+        // the `cpuq` slots) before the store of the write pointer that publishes them. The
+        // only earlier load, of the GSP's read pointer, is already ordered by the `Full` in
+        // `gsp_read_ptr`, so `Write` suffices. Pairs with the GSP's `dma_mb(Read)` after it
+        // loads our write pointer.
+        dma_mb(Write);
+        dma_write!(self.mem[0].cpuq.tx.write_ptr = wptr)?;
+        // INVARIANT: `wptr < MSGQ_NUM_PAGES` and is what was just stored.
+        self.cpu_write_ptr = wptr;
+        Ok(())
+    }
+
+    /// Frees `elem_count` consumed slots at the read pointer, with release semantics.
+    fn advance_cpu_read_ptr(&mut self, elem_count: u32) -> Result {
+        let rptr = (self.cpu_read_ptr + elem_count) % MSGQ_NUM_PAGES;
+        // ORDERING: LOAD->STORE. Orders our loads of the consumed `gspq` slots before the
+        // store of the read pointer that hands them back to the GSP, which will overwrite
+        // them. `Write` would order only earlier stores, so this is `Full`. Pairs with the
+        // GSP's `dma_mb(Full)` after it loads our read pointer.
+        dma_mb(Full);
+        dma_write!(self.mem[0].cpuq.rx.read_ptr = rptr)?;
+        // INVARIANT: `rptr < MSGQ_NUM_PAGES` and is what was just stored.
+        self.cpu_read_ptr = rptr;
+        Ok(())
+    }
+
+    /// Returns the number of free slots the driver may write, given the GSP's read
+    /// pointer. One slot always stays empty.
+    fn driver_write_area_size(&self, gsp_read_ptr: u32) -> u32 {
+        (gsp_read_ptr + MSGQ_NUM_PAGES - self.cpu_write_ptr - 1) % MSGQ_NUM_PAGES
+    }
+
+    /// Returns the number of published slots the driver may read, given the GSP's write
+    /// pointer.
+    fn driver_read_area_size(&self, gsp_write_ptr: u32) -> u32 {
+        (gsp_write_ptr + MSGQ_NUM_PAGES - self.cpu_read_ptr) % MSGQ_NUM_PAGES
+    }
+
+    /// Writes `bytes` at byte `pos` of the element that starts at the write pointer,
+    /// wrapping past the ring end.
+    ///
+    /// The caller owns the slots: it checked with [`Self::gsp_read_ptr`] that they are
+    /// free, and `pos + bytes.len()` stays within them.
+    fn write_element_bytes(&self, pos: usize, bytes: &[u8]) -> Result {
+        let start = self.cpu_write_ptr as usize * GSP_PAGE_SIZE + pos;
+        ring_split(start, bytes.len(), |ring_off, range| {
+            // SAFETY: The slots written were acquired by `gsp_read_ptr` as free (the caller's
+            // duty); the GSP does not read them until the write pointer publishes them.
+            unsafe {
+                self.mem
+                    .write_raw(fw::CPUQ_OFFSET + fw::slot_offset(0) + ring_off, &bytes[range])
+            }
+        })
+    }
+
+    /// Copies `dst.len()` bytes starting at byte `pos` of the element at the read pointer
+    /// out of the ring, wrapping past the ring end.
+    fn read_element_bytes(&self, pos: usize, dst: &mut [u8]) -> Result {
+        let start = self.cpu_read_ptr as usize * GSP_PAGE_SIZE + pos;
+        let len = dst.len();
+        ring_split(start, len, |ring_off, range| {
+            // SAFETY: The slots read were published by the GSP (acquired by
+            // `gsp_write_ptr`) and are not handed back before `advance_cpu_read_ptr`. A
+            // misbehaving GSP may still change them; every use is of this copy, checked.
+            unsafe {
+                self.mem
+                    .read_raw(fw::GSPQ_OFFSET + fw::slot_offset(0) + ring_off, &mut dst[range])
+            }
+        })
+    }
+}
+
+/// Calls `f(ring_offset, range_of_buffer)` for the one or two pieces that `len` bytes at
+/// ring byte `start` (which may be past the end) occupy.
+fn ring_split(
+    start: usize,
+    len: usize,
+    mut f: impl FnMut(usize, core::ops::Range<usize>) -> Result,
+) -> Result {
+    let start = start % RING_BYTES;
+    let first = len.min(RING_BYTES - start);
+    f(start, 0..first)?;
+    if first < len {
+        f(0, first..len)?;
+    }
+    Ok(())
+}
+
+/// A message received from the GSP, continuation records reassembled.
+#[derive(Debug)]
+pub struct GspMessage {
+    /// The function number.
+    pub function: u32,
+    /// The RPC sequence number (a reply carries its command's).
+    pub sequence: u32,
+    /// The element sequence number of the (head) element.
+    pub seq_num: u32,
+    /// `rpc_result`.
+    pub rpc_result: u32,
+    /// Slots consumed, continuation records included.
+    pub elem_count: u32,
+    /// The payload.
+    pub payload: KVec<u8>,
+}
+
+/// A command the driver sends to the GSP.
+pub trait CommandToGsp {
+    /// The function number.
+    const FUNCTION: u32;
+    /// The payload, in wire format.
+    fn payload(&self) -> &[u8];
+}
+
+/// A message the GSP sends to the driver.
+pub trait MessageFromGsp: Sized {
+    /// The function number.
+    const FUNCTION: u32;
+    /// Decodes the payload.
+    ///
+    /// # Errors
+    ///
+    /// - `EIO` if the payload is malformed.
+    fn decode(payload: &[u8]) -> Result<Self>;
+}
+
+/// Returns whether `function` is one this driver knows.
+pub fn is_known_function(function: u32) -> bool {
+    matches!(
+        function,
+        function::NOP
+            | function::UNLOADING_GUEST_DRIVER
+            | function::GET_GSP_STATIC_INFO
+            | function::CONTINUATION_RECORD
+            | function::GSP_SET_SYSTEM_INFO
+            | function::SET_REGISTRY
+            | function::GSP_INIT_DONE
+            | function::OS_ERROR_LOG
+            | function::UCODE_LIBOS_PRINT
+    )
+}
+
+/// The validated header of an element copied out of the ring.
+struct RxElement {
+    header: GspMsgElement,
+    /// Payload bytes this element carries.
+    chunk_len: usize,
+}
+
+/// The GSP command queue.
+///
+/// # Invariants
+///
+/// `rx_buf` holds no message between calls.
+pub struct Cmdq {
+    gsp_mem: DmaGspMem,
+    /// Sequence number of the next element sent.
+    seq: u32,
+    /// Sequence number of the next RPC sent.
+    rpc_seq: u32,
+    /// Scratch space for one element copied out of the ring.
+    rx_buf: KVec<u8>,
+}
+
+impl Cmdq {
+    /// Allocates the shared memory and initialises both queues.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if the memory cannot be had.
+    pub fn new(dev: &Device) -> Result<Self> {
+        let mut rx_buf = KVec::new();
+        rx_buf.resize(fw::GSP_MSG_QUEUE_ELEMENT_SIZE_MAX, 0, GFP_KERNEL)?;
+        Ok(Self {
+            gsp_mem: DmaGspMem::new(dev)?,
+            seq: 0,
+            rpc_seq: 0,
+            rx_buf,
+        })
+    }
+
+    /// Returns the shared memory, whose bus address the GSP is given at boot.
+    pub fn gsp_mem(&self) -> &CoherentAllocation<GspMem> {
+        &self.gsp_mem.mem
+    }
+
+    /// Returns the driver's write and read pointers.
+    pub fn cpu_ptrs(&self) -> (u32, u32) {
+        (self.gsp_mem.cpu_write_ptr, self.gsp_mem.cpu_read_ptr)
+    }
+
+    /// Sends a typed command; returns its RPC sequence number.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cmdq::send_rpc`].
+    pub fn send_command<C: CommandToGsp>(&mut self, bar: &Bar0, cmd: &C) -> Result<u32> {
+        self.send_rpc(bar, C::FUNCTION, cmd.payload(), SEND_TIMEOUT)
+    }
+
+    /// Sends an RPC of `function` with `payload`, split into continuation records when it
+    /// exceeds one element, and rings the doorbell after each element. Returns the RPC
+    /// sequence number.
+    ///
+    /// # Errors
+    ///
+    /// - `EMSGSIZE` if `payload` exceeds [`MAX_RPC_PAYLOAD`].
+    /// - `ETIMEDOUT` if the ring has no room for an element within `timeout`.
+    /// - `EIO` if the GSP's read pointer is outside the ring.
+    pub fn send_rpc(&mut self, bar: &Bar0, function: u32, payload: &[u8], timeout: Delta) -> Result<u32> {
+        if payload.len() > MAX_RPC_PAYLOAD {
+            return Err(EMSGSIZE);
+        }
+        let sequence = self.rpc_seq;
+        let mut chunks = payload.chunks(MAX_ELEMENT_PAYLOAD);
+        let head = chunks.next().unwrap_or(&[]);
+        self.send_element(bar, function, sequence, head, payload.len(), timeout)?;
+        for chunk in chunks {
+            self.send_element(bar, function::CONTINUATION_RECORD, sequence, chunk, chunk.len(), timeout)?;
+        }
+        self.rpc_seq = self.rpc_seq.wrapping_add(1);
+        Ok(sequence)
+    }
+
+    /// Waits for room, writes one element, publishes it and rings the doorbell.
+    fn send_element(
+        &mut self,
+        bar: &Bar0,
+        function: u32,
+        sequence: u32,
+        chunk: &[u8],
+        rpc_payload_len: usize,
+        timeout: Delta,
+    ) -> Result {
+        let mut header = GspMsgElement::new(self.seq, function, sequence, chunk.len(), rpc_payload_len);
+        let elem_count = header.elem_count;
+        read_poll_timeout(
+            || self.gsp_mem.gsp_read_ptr(),
+            |&rptr| self.gsp_mem.driver_write_area_size(rptr) >= elem_count,
+            POLL_INTERVAL,
+            timeout,
+        )?;
+
+        // The payload starts 8-byte aligned, so the checksum of the element is that of the
+        // header (with a zero checksum field) XOR that of the payload.
+        let mut sum = Checksum::default();
+        sum.update(header.as_bytes());
+        sum.update(chunk);
+        header.check_sum = sum.fold();
+
+        self.gsp_mem.write_element_bytes(0, header.as_bytes())?;
+        self.gsp_mem.write_element_bytes(ELEMENT_HEADER_SIZE, chunk)?;
+        self.gsp_mem.advance_cpu_write_ptr(elem_count)?;
+        self.seq = self.seq.wrapping_add(1);
+
+        // `write` is `writel`: ordered after the write-pointer store above.
+        NV_PGSP_QUEUE_HEAD::new().with_address(0).write(bar);
+        Ok(())
+    }
+
+    /// Waits up to `timeout` for an element and returns the number of published slots.
+    fn wait_published(&self, timeout: Delta) -> Result<u32> {
+        let wptr = read_poll_timeout(
+            || self.gsp_mem.gsp_write_ptr(),
+            |&wptr| wptr != self.gsp_mem.cpu_read_ptr,
+            POLL_INTERVAL,
+            timeout,
+        )?;
+        Ok(self.gsp_mem.driver_read_area_size(wptr))
+    }
+
+    /// Copies the element at the read pointer into `rx_buf`, validates it and consumes
+    /// it. `available` is the number of published slots.
+    fn receive_element(&mut self, available: u32) -> Result<RxElement> {
+        let mut header = GspMsgElement::default();
+        self.gsp_mem.read_element_bytes(0, header.as_mut_bytes())?;
+        let elem_count = header.elem_count;
+        if elem_count == 0 || elem_count > MAX_ELEMENT_PAGES || elem_count > available {
+            // The element cannot be delimited: drop everything published.
+            self.gsp_mem.advance_cpu_read_ptr(available)?;
+            return Err(EIO);
+        }
+
+        let result = self.copy_and_check(elem_count);
+        self.gsp_mem.advance_cpu_read_ptr(elem_count)?;
+        result
+    }
+
+    /// Copies an element of `elem_count` slots once into `rx_buf` and validates the copy.
+    fn copy_and_check(&mut self, elem_count: u32) -> Result<RxElement> {
+        let elem_bytes = elem_count as usize * GSP_PAGE_SIZE;
+        // PANIC: `rx_buf` holds `GSP_MSG_QUEUE_ELEMENT_SIZE_MAX` bytes and `elem_count <= 16`.
+        let buf = &mut self.rx_buf[..elem_bytes];
+        self.gsp_mem.read_element_bytes(0, buf)?;
+
+        // From here on only the copy is used.
+        let (header, _) = GspMsgElement::read_from_prefix(buf).map_err(|_| EIO)?;
+        if header.rpc.signature != fw::RPC_SIGNATURE
+            || fw::RpcHeaderVersion::from_bits(header.rpc.header_version).major()
+                != fw::RPC_HEADER_VERSION.major()
+            || header.elem_count != elem_count
+        {
+            return Err(EIO);
+        }
+        let rpc_payload_len = header.rpc_payload_len().ok_or(EIO)?;
+        let chunk_len = if rpc_payload_len <= MAX_ELEMENT_PAYLOAD {
+            rpc_payload_len
+        } else if header.rpc.function != function::CONTINUATION_RECORD
+            && elem_count == MAX_ELEMENT_PAGES
+        {
+            MAX_ELEMENT_PAYLOAD
+        } else {
+            return Err(EIO);
+        };
+        if fw::elem_count_for(chunk_len) != elem_count {
+            return Err(EIO);
+        }
+        if fw::checksum(&buf[..ELEMENT_HEADER_SIZE + chunk_len]) != 0 {
+            return Err(EIO);
+        }
+        Ok(RxElement { header, chunk_len })
+    }
+
+    /// Receives the next message, whatever its function, reassembling continuation
+    /// records. Waits up to `timeout` in all.
+    ///
+    /// # Errors
+    ///
+    /// See the table in the module documentation.
+    pub fn receive_msg(&mut self, timeout: Delta) -> Result<GspMessage> {
+        let start = Instant::now();
+        let available = self.wait_published(timeout)?;
+        let head = self.receive_element(available)?;
+        let total = head.header.rpc_payload_len().ok_or(EIO)?;
+        if head.header.rpc.function == function::CONTINUATION_RECORD || total > MAX_RPC_PAYLOAD {
+            return Err(EIO);
+        }
+        let mut payload = KVec::with_capacity(total, GFP_KERNEL)?;
+        payload.extend_from_slice(
+            &self.rx_buf[ELEMENT_HEADER_SIZE..ELEMENT_HEADER_SIZE + head.chunk_len],
+            GFP_KERNEL,
+        )?;
+        let mut elem_count = head.header.elem_count;
+
+        while payload.len() < total {
+            let left = timeout.as_nanos().saturating_sub(start.elapsed().as_nanos());
+            let available = self.wait_published(Delta::from_nanos(left.max(0)))?;
+            let cont = self.receive_element(available)?;
+            if cont.header.rpc.function != function::CONTINUATION_RECORD
+                || cont.header.rpc.sequence != head.header.rpc.sequence
+                || payload.len() + cont.chunk_len > total
+            {
+                return Err(EIO);
+            }
+            payload.extend_from_slice(
+                &self.rx_buf[ELEMENT_HEADER_SIZE..ELEMENT_HEADER_SIZE + cont.chunk_len],
+                GFP_KERNEL,
+            )?;
+            elem_count += cont.header.elem_count;
+        }
+
+        Ok(GspMessage {
+            function: head.header.rpc.function,
+            sequence: head.header.rpc.sequence,
+            seq_num: head.header.seq_num,
+            rpc_result: head.header.rpc.rpc_result,
+            elem_count,
+            payload,
+        })
+    }
+
+    /// Receives the next message and decodes it as `M`.
+    ///
+    /// # Errors
+    ///
+    /// - `ERANGE` if the message is a known function other than `M`'s (it is consumed).
+    /// - `EINVAL` if the function is unknown, or the reply carries a non-zero
+    ///   `rpc_result`.
+    /// - Any error of [`Cmdq::receive_msg`] or [`MessageFromGsp::decode`].
+    pub fn wait_for_msg<M: MessageFromGsp>(&mut self, timeout: Delta) -> Result<M> {
+        let msg = self.receive_msg(timeout)?;
+        check_function::<M>(&msg)?;
+        M::decode(&msg.payload)
+    }
+}
+
+/// Checks that `msg` is a successful `M`.
+///
+/// # Errors
+///
+/// As [`Cmdq::wait_for_msg`].
+pub fn check_function<M: MessageFromGsp>(msg: &GspMessage) -> Result {
+    if msg.function != M::FUNCTION {
+        return Err(if is_known_function(msg.function) { ERANGE } else { EINVAL });
+    }
+    if msg.rpc_result != fw::NV_OK {
+        return Err(EINVAL);
+    }
+    Ok(())
+}

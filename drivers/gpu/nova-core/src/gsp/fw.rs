@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The GSP shared-memory layout and message format (r570, MSGQ protocol version 0).
+//!
+//! One definition, used by the driver's command queue and by the virtual GSP alike, so
+//! the two sides cannot drift apart. Every offset and size is pinned below with
+//! `static_assertions`.
+//!
+//! ```text
+//! GspMem (0x81000 bytes, coherent)
+//!   0x00000  PTE page: 512 little-endian u64, entry i = bus address of page i
+//!   0x01000  cpuq: Msgq  (CPU -> GSP commands)
+//!   0x41000  gspq: Msgq  (GSP -> CPU messages)
+//!
+//! Msgq (0x40000 bytes)
+//!   0x00000  MsgqTxHeader (writer's: version, size, msgSize, msgCount, writePtr@0x10, ...)
+//!   0x00020  MsgqRxHeader (readPtr of the *other* queue's reader)
+//!   0x01000  63 slots of 4096 bytes
+//! ```
+//!
+//! The CPU advances `cpuq.tx.writePtr` and `cpuq.rx.readPtr` (its read pointer into
+//! `gspq`); the GSP advances `gspq.tx.writePtr` and `gspq.rx.readPtr` (its read pointer
+//! into `cpuq`).
+//!
+//! # Elements and continuation records
+//!
+//! An element is a [`GspMsgElement`] header (80 bytes, with the RPC header at 0x30)
+//! followed by the payload, occupying `elemCount` consecutive slots (at most 16, wrapping
+//! past the ring end as needed). `checkSum` makes the XOR-fold of the whole element zero.
+//!
+//! An RPC whose element would exceed [`GSP_MSG_QUEUE_ELEMENT_SIZE_MAX`] is split: the
+//! *head* element is full (16 slots) and carries the first [`MAX_ELEMENT_PAYLOAD`]
+//! payload bytes, its `rpc.length` holding the header plus the *whole* payload (as the
+//! GSP does for its large messages); each following element has the function
+//! [`function::CONTINUATION_RECORD`], the same `rpc.sequence`, and the next chunk as its
+//! payload, until the whole length has been carried. A receiver therefore knows from the
+//! head alone how many bytes to reassemble.
+
+use bitfield_struct::bitfield;
+use static_assertions::{
+    assert_eq_size,
+    const_assert,
+    const_assert_eq, //
+};
+use zerocopy::{
+    FromBytes,
+    Immutable,
+    IntoBytes,
+    KnownLayout, //
+};
+
+/// The shift of a GSP page.
+pub const GSP_PAGE_SHIFT: usize = 12;
+/// The size of a GSP page, and of one ring slot.
+pub const GSP_PAGE_SIZE: usize = 1 << GSP_PAGE_SHIFT;
+/// The number of slots of each ring.
+pub const MSGQ_NUM_PAGES: u32 = 0x3f;
+/// The largest element, in bytes (16 slots).
+pub const GSP_MSG_QUEUE_ELEMENT_SIZE_MAX: usize = 0x10000;
+/// The largest element, in slots.
+pub const MAX_ELEMENT_PAGES: u32 = (GSP_MSG_QUEUE_ELEMENT_SIZE_MAX / GSP_PAGE_SIZE) as u32;
+/// The MSGQ protocol version written in the tx header.
+pub const MSGQ_VERSION: u32 = 0;
+/// The `flags` value of an initialised tx header.
+pub const MSGQ_TX_FLAGS: u32 = 1;
+/// The number of PTEs in the first page of [`GspMem`].
+pub const GSP_PTE_COUNT: usize = GSP_PAGE_SIZE / core::mem::size_of::<u64>();
+
+/// The element header size: the queue element header plus the RPC header.
+pub const ELEMENT_HEADER_SIZE: usize = core::mem::size_of::<GspMsgElement>();
+/// The RPC header size, counted in `rpc.length`.
+pub const RPC_HEADER_SIZE: usize = core::mem::size_of::<GspRpcHeader>();
+/// The most payload one element can carry.
+pub const MAX_ELEMENT_PAYLOAD: usize = GSP_MSG_QUEUE_ELEMENT_SIZE_MAX - ELEMENT_HEADER_SIZE;
+/// The largest RPC payload this implementation sends or reassembles (continuations
+/// included): 4 MiB, far above what any r570 RPC carries.
+pub const MAX_RPC_PAYLOAD: usize = 4 << 20;
+
+/// The `signature` of every RPC header: `"VRPC"` read as a little-endian `u32`.
+pub const RPC_SIGNATURE: u32 = u32::from_le_bytes(*b"VRPC");
+/// The `rpc_result` and `rpc_result_private` of a command as sent.
+pub const RPC_RESULT_PENDING: u32 = 0xffff_ffff;
+/// The `rpc_result` of a successful reply (`NV_OK`).
+pub const NV_OK: u32 = 0;
+/// `NV_ERR_INVALID_ARGUMENT`: a reply's result for a malformed command.
+pub const NV_ERR_INVALID_ARGUMENT: u32 = 0x1f;
+/// `NV_ERR_NOT_SUPPORTED`: a reply's result for an unknown function.
+pub const NV_ERR_NOT_SUPPORTED: u32 = 0x56;
+
+/// RPC function numbers (`NV_VGPU_MSG_FUNCTION_*`, `NV_VGPU_MSG_EVENT_*`, r570).
+pub mod function {
+    /// `NOP`. The virtual GSP answers it by echoing the payload.
+    pub const NOP: u32 = 0;
+    /// `UNLOADING_GUEST_DRIVER`.
+    pub const UNLOADING_GUEST_DRIVER: u32 = 47;
+    /// `GET_GSP_STATIC_INFO`.
+    pub const GET_GSP_STATIC_INFO: u32 = 65;
+    /// `CONTINUATION_RECORD`.
+    pub const CONTINUATION_RECORD: u32 = 71;
+    /// `GSP_SET_SYSTEM_INFO`.
+    pub const GSP_SET_SYSTEM_INFO: u32 = 72;
+    /// `SET_REGISTRY`.
+    pub const SET_REGISTRY: u32 = 73;
+    /// The first event number: functions at or above it are sent by the GSP unasked.
+    pub const FIRST_EVENT: u32 = 0x1000;
+    /// `GSP_INIT_DONE`.
+    pub const GSP_INIT_DONE: u32 = 0x1001;
+    /// `OS_ERROR_LOG`.
+    pub const OS_ERROR_LOG: u32 = 0x1006;
+    /// `UCODE_LIBOS_PRINT`: a line of the GSP's log.
+    pub const UCODE_LIBOS_PRINT: u32 = 0x100c;
+
+    /// Returns the name of a function number, or `"UNKNOWN"`.
+    pub fn name(function: u32) -> &'static str {
+        match function {
+            NOP => "NOP",
+            UNLOADING_GUEST_DRIVER => "UNLOADING_GUEST_DRIVER",
+            GET_GSP_STATIC_INFO => "GET_GSP_STATIC_INFO",
+            CONTINUATION_RECORD => "CONTINUATION_RECORD",
+            GSP_SET_SYSTEM_INFO => "GSP_SET_SYSTEM_INFO",
+            SET_REGISTRY => "SET_REGISTRY",
+            GSP_INIT_DONE => "GSP_INIT_DONE",
+            OS_ERROR_LOG => "OS_ERROR_LOG",
+            UCODE_LIBOS_PRINT => "UCODE_LIBOS_PRINT",
+            _ => "UNKNOWN",
+        }
+    }
+}
+
+/// The `header_version` of an RPC header.
+#[bitfield(u32)]
+#[derive(PartialEq, Eq)]
+pub struct RpcHeaderVersion {
+    #[bits(16)]
+    __: u16,
+    /// Minor version.
+    #[bits(8)]
+    pub minor: u8,
+    /// Major version.
+    #[bits(8)]
+    pub major: u8,
+}
+
+/// The header version this implementation speaks: 3.0 (`rpc_message_header_v03_00`).
+pub const RPC_HEADER_VERSION: RpcHeaderVersion = RpcHeaderVersion::new().with_major(3);
+
+/// The writer's header of a queue (`msgqTxHeader`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct MsgqTxHeader {
+    /// Protocol version, [`MSGQ_VERSION`].
+    pub version: u32,
+    /// Size of the whole [`Msgq`].
+    pub size: u32,
+    /// Size of a slot.
+    pub msg_size: u32,
+    /// Number of slots.
+    pub msg_count: u32,
+    /// The writer's pointer: the next slot it will fill.
+    pub write_ptr: u32,
+    /// Flags, [`MSGQ_TX_FLAGS`].
+    pub flags: u32,
+    /// Offset of the rx header inside the [`Msgq`].
+    pub rx_hdr_off: u32,
+    /// Offset of the first slot inside the [`Msgq`].
+    pub entry_off: u32,
+}
+
+impl MsgqTxHeader {
+    /// Returns the header as the driver initialises it, with the write pointer at 0.
+    pub const fn new() -> Self {
+        Self {
+            version: MSGQ_VERSION,
+            // CAST: `Msgq` is 0x40000 bytes (asserted below).
+            size: core::mem::size_of::<Msgq>() as u32,
+            // CAST: 4096.
+            msg_size: GSP_PAGE_SIZE as u32,
+            msg_count: MSGQ_NUM_PAGES,
+            write_ptr: 0,
+            flags: MSGQ_TX_FLAGS,
+            // CAST: 0x20 (asserted below).
+            rx_hdr_off: core::mem::offset_of!(Msgq, rx) as u32,
+            // CAST: 0x1000 (asserted below).
+            entry_off: core::mem::offset_of!(Msgq, msgq) as u32,
+        }
+    }
+}
+
+/// The reader's header of a queue (`msgqRxHeader`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct MsgqRxHeader {
+    /// The reader's pointer: the next slot it will consume.
+    pub read_ptr: u32,
+}
+
+/// The slots of a queue.
+#[repr(C, align(4096))]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct MsgqData {
+    /// The slots.
+    pub data: [[u8; GSP_PAGE_SIZE]; MSGQ_NUM_PAGES as usize],
+}
+
+/// Bytes between the rx header and the first slot.
+const MSGQ_HEADER_PAD: usize =
+    GSP_PAGE_SIZE - core::mem::size_of::<MsgqTxHeader>() - core::mem::size_of::<MsgqRxHeader>();
+
+/// One queue: headers and slots.
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct Msgq {
+    /// The writer's header.
+    pub tx: MsgqTxHeader,
+    /// The reader's header.
+    pub rx: MsgqRxHeader,
+    _pad: [u8; MSGQ_HEADER_PAD],
+    /// The slots.
+    pub msgq: MsgqData,
+}
+
+/// The memory shared with the GSP: the self-mapping PTE page and the two queues.
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct GspMem {
+    /// Bus addresses of the pages of this structure.
+    pub ptes: [u64; GSP_PTE_COUNT],
+    /// CPU -> GSP.
+    pub cpuq: Msgq,
+    /// GSP -> CPU.
+    pub gspq: Msgq,
+}
+
+// SAFETY: `GspMem` is integers and byte arrays only; zerocopy's `FromBytes` derive
+// (checked by the compiler above) proves every bit pattern valid.
+unsafe impl kernel::dma::FromBytes for GspMem {}
+// SAFETY: zerocopy's `IntoBytes` derive above proves `GspMem` has no padding.
+unsafe impl kernel::dma::AsBytes for GspMem {}
+
+// SAFETY: `MsgqTxHeader` is eight `u32`s: every bit pattern is valid (zerocopy's
+// `FromBytes` derive above checks it).
+unsafe impl kernel::dma::FromBytes for MsgqTxHeader {}
+// SAFETY: zerocopy's `IntoBytes` derive above proves it has no padding.
+unsafe impl kernel::dma::AsBytes for MsgqTxHeader {}
+
+/// Byte offset of `cpuq` in [`GspMem`] (`cmdQueueOffset` of the GSP init arguments).
+pub const CPUQ_OFFSET: usize = core::mem::offset_of!(GspMem, cpuq);
+/// Byte offset of `gspq` in [`GspMem`] (`statQueueOffset`).
+pub const GSPQ_OFFSET: usize = core::mem::offset_of!(GspMem, gspq);
+/// Byte offset of the tx header's `write_ptr` inside a [`Msgq`].
+pub const MSGQ_WRITE_PTR_OFFSET: usize =
+    core::mem::offset_of!(Msgq, tx) + core::mem::offset_of!(MsgqTxHeader, write_ptr);
+/// Byte offset of the rx header's `read_ptr` inside a [`Msgq`].
+pub const MSGQ_READ_PTR_OFFSET: usize =
+    core::mem::offset_of!(Msgq, rx) + core::mem::offset_of!(MsgqRxHeader, read_ptr);
+/// Byte offset of the first slot inside a [`Msgq`].
+pub const MSGQ_DATA_OFFSET: usize = core::mem::offset_of!(Msgq, msgq);
+
+/// Returns the byte offset of slot `slot` inside a [`Msgq`].
+pub const fn slot_offset(slot: u32) -> usize {
+    MSGQ_DATA_OFFSET + slot as usize * GSP_PAGE_SIZE
+}
+
+const_assert_eq!(core::mem::size_of::<MsgqTxHeader>(), 0x20);
+const_assert_eq!(core::mem::offset_of!(MsgqTxHeader, write_ptr), 0x10);
+const_assert_eq!(core::mem::offset_of!(Msgq, rx), 0x20);
+const_assert_eq!(MSGQ_DATA_OFFSET, 0x1000);
+const_assert_eq!(core::mem::size_of::<Msgq>(), 0x40000);
+const_assert_eq!(CPUQ_OFFSET, 0x1000);
+const_assert_eq!(GSPQ_OFFSET, 0x41000);
+const_assert_eq!(core::mem::size_of::<GspMem>(), 0x81000);
+const_assert_eq!(core::mem::size_of::<GspMem>() / GSP_PAGE_SIZE, 0x81);
+const_assert!(core::mem::size_of::<GspMem>() / GSP_PAGE_SIZE <= GSP_PTE_COUNT);
+const_assert_eq!(MAX_ELEMENT_PAGES, 16);
+
+/// The RPC header (`rpc_message_header_v03_00`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct GspRpcHeader {
+    /// [`RPC_HEADER_VERSION`].
+    pub header_version: u32,
+    /// [`RPC_SIGNATURE`].
+    pub signature: u32,
+    /// This header plus the payload, in bytes (the whole RPC for a split head).
+    pub length: u32,
+    /// The function number ([`function`]).
+    pub function: u32,
+    /// [`RPC_RESULT_PENDING`] on send; the result (`NV_OK` = 0) in a reply.
+    pub rpc_result: u32,
+    /// As `rpc_result`.
+    pub rpc_result_private: u32,
+    /// The RPC's sequence number; a reply carries its command's.
+    pub sequence: u32,
+    /// Unused (`cpuRmGfid`).
+    pub spare: u32,
+}
+
+/// The header of a queue element (`GSP_MSG_QUEUE_ELEMENT`) with its RPC header.
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct GspMsgElement {
+    /// Zero (confidential computing only).
+    pub auth_tag_buffer: [u8; 16],
+    /// Zero (confidential computing only).
+    pub aad_buffer: [u8; 16],
+    /// Makes the XOR-fold of the element zero ([`checksum`]).
+    pub check_sum: u32,
+    /// The element's sequence number, +1 per element sent on the queue.
+    pub seq_num: u32,
+    /// Slots the element occupies.
+    pub elem_count: u32,
+    /// Zero.
+    pub pad: u32,
+    /// The RPC header.
+    pub rpc: GspRpcHeader,
+}
+
+assert_eq_size!(GspRpcHeader, [u8; 0x20]);
+assert_eq_size!(GspMsgElement, [u8; 0x50]);
+const_assert_eq!(core::mem::offset_of!(GspMsgElement, check_sum), 0x20);
+const_assert_eq!(core::mem::offset_of!(GspMsgElement, seq_num), 0x24);
+const_assert_eq!(core::mem::offset_of!(GspMsgElement, elem_count), 0x28);
+const_assert_eq!(core::mem::offset_of!(GspMsgElement, rpc), 0x30);
+const_assert_eq!(core::mem::align_of::<GspMsgElement>(), 8);
+const_assert_eq!(ELEMENT_HEADER_SIZE % 8, 0);
+
+impl GspMsgElement {
+    /// Returns the header of an element carrying `chunk_len` payload bytes of an RPC whose
+    /// whole payload is `rpc_payload_len` bytes, with the checksum still zero.
+    ///
+    /// Callers keep `chunk_len <= MAX_ELEMENT_PAYLOAD` and `rpc_payload_len <=
+    /// MAX_RPC_PAYLOAD`.
+    pub fn new(seq_num: u32, function: u32, sequence: u32, chunk_len: usize, rpc_payload_len: usize) -> Self {
+        Self {
+            seq_num,
+            elem_count: elem_count_for(chunk_len),
+            rpc: GspRpcHeader {
+                header_version: RPC_HEADER_VERSION.into_bits(),
+                signature: RPC_SIGNATURE,
+                // CAST: bounded by `MAX_RPC_PAYLOAD` + 32, far below `u32::MAX`.
+                length: (RPC_HEADER_SIZE + rpc_payload_len) as u32,
+                function,
+                rpc_result: RPC_RESULT_PENDING,
+                rpc_result_private: RPC_RESULT_PENDING,
+                sequence,
+                spare: 0,
+            },
+            ..Self::default()
+        }
+    }
+
+    /// Returns the payload length of the whole RPC, from `rpc.length`.
+    ///
+    /// `None` if `rpc.length` is shorter than the RPC header.
+    pub fn rpc_payload_len(&self) -> Option<usize> {
+        (self.rpc.length as usize).checked_sub(RPC_HEADER_SIZE)
+    }
+}
+
+/// Returns the number of slots an element carrying `payload_len` bytes occupies.
+pub const fn elem_count_for(payload_len: usize) -> u32 {
+    // CAST: at most `MAX_ELEMENT_PAGES` for payloads callers pass; saturates otherwise.
+    let pages = (ELEMENT_HEADER_SIZE + payload_len).div_ceil(GSP_PAGE_SIZE);
+    if pages > u32::MAX as usize {
+        u32::MAX
+    } else {
+        pages as u32
+    }
+}
+
+/// Returns the number of elements an RPC of `payload_len` bytes is sent as.
+pub const fn element_count_for_rpc(payload_len: usize) -> usize {
+    if payload_len <= MAX_ELEMENT_PAYLOAD {
+        1
+    } else {
+        payload_len.div_ceil(MAX_ELEMENT_PAYLOAD)
+    }
+}
+
+/// The running XOR of little-endian 64-bit words.
+///
+/// Feed it the bytes of an element in order, in pieces whose lengths are multiples of 8
+/// (the last may be shorter and is zero-padded), then [`Checksum::fold`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Checksum(u64);
+
+impl Checksum {
+    /// Adds `bytes`, word by word.
+    pub fn update(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        let mut acc = self.0;
+        for w in &mut words {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            acc ^= u64::from_le_bytes(b);
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            acc ^= u64::from_le_bytes(b);
+        }
+        self.0 = acc;
+    }
+
+    /// Returns the 32-bit checksum: the two halves of the sum XOR-ed.
+    pub fn fold(self) -> u32 {
+        // CAST: both halves are masked to 32 bits.
+        ((self.0 >> 32) ^ (self.0 & 0xffff_ffff)) as u32
+    }
+}
+
+/// Returns the checksum of `bytes`.
+pub fn checksum(bytes: &[u8]) -> u32 {
+    let mut sum = Checksum::default();
+    sum.update(bytes);
+    sum.fold()
+}
+
+/// Returns the PTE page of a [`GspMem`] at bus address `base`.
+pub fn gsp_mem_ptes(base: u64) -> [u64; GSP_PTE_COUNT] {
+    let pages = core::mem::size_of::<GspMem>() / GSP_PAGE_SIZE;
+    let mut ptes = [0u64; GSP_PTE_COUNT];
+    for (i, pte) in ptes.iter_mut().take(pages).enumerate() {
+        // CAST: `i < 0x81`.
+        *pte = base + ((i as u64) << GSP_PAGE_SHIFT);
+    }
+    ptes
+}

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! GSP registers in BAR0.
+
+use bitfield_struct::bitfield;
+use kernel::io::Io;
+
+/// The size of BAR0 the driver maps.
+pub const BAR0_SIZE: usize = 0x100_0000;
+
+/// BAR0 of the GPU.
+pub type Bar0 = Io<BAR0_SIZE>;
+
+/// `NV_PGSP_QUEUE_HEAD(0)`: writing it interrupts the GSP, telling it to look at the
+/// command queue (the doorbell).
+#[bitfield(u32)]
+#[expect(non_camel_case_types, reason = "register names follow the hardware's")]
+pub struct NV_PGSP_QUEUE_HEAD {
+    /// The queue head address; the GSP ignores it for the command queue, the driver
+    /// writes 0.
+    pub address: u32,
+}
+
+impl NV_PGSP_QUEUE_HEAD {
+    /// The register's offset in BAR0.
+    pub const OFFSET: usize = 0x110c00;
+
+    /// Writes the register. The write is ordered after the caller's earlier writes to
+    /// coherent memory ([`Io::write32`] is `writel`).
+    pub fn write(self, bar: &Bar0) {
+        bar.write32(self.into_bits(), Self::OFFSET);
+    }
+
+    /// Reads the register.
+    pub fn read(bar: &Bar0) -> Self {
+        Self::from_bits(bar.read32(Self::OFFSET))
+    }
+}
+
+/// `NV_PGSP_QUEUE_TAIL(0)`.
+pub const NV_PGSP_QUEUE_TAIL_OFFSET: usize = 0x110c04;
+/// `NV_PGSP_MSGQ_HEAD(0)`.
+pub const NV_PGSP_MSGQ_HEAD_OFFSET: usize = 0x110c80;
+/// `NV_PGSP_MSGQ_TAIL(0)`.
+pub const NV_PGSP_MSGQ_TAIL_OFFSET: usize = 0x110c84;
+
+static_assertions::const_assert!(NV_PGSP_QUEUE_HEAD::OFFSET + 4 <= BAR0_SIZE);

@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! nova-core: the GSP command queue of NVIDIA GPUs.
+//!
+//! This crate holds the part of nova-core that talks to the GPU System Processor (GSP)
+//! through the shared-memory message queues: the queue layout ([`gsp::fw`]), the queue
+//! itself ([`gsp::cmdq`]), the doorbell register ([`gsp::regs`]) and the typed RPCs
+//! ([`gsp::commands`]).
+
+#![no_std]
+
+pub mod gsp;

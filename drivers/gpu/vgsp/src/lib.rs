@@ -1,0 +1,663 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A virtual GSP: the firmware side of the GSP message queues.
+//!
+//! It consumes commands from `cpuq`, validates them, answers each one on `gspq`
+//! (splitting large replies into continuation records), emits unasked events (the boot
+//! log, `GSP_INIT_DONE`, a periodic log line), and answers a malformed command with an
+//! error reply instead of failing.
+//!
+//! It is written against the device's view of the shared memory ([`DmaView`]) and the
+//! `kernel` crate's barriers only, so the same code runs on a host thread (feature
+//! `std`, [`host`]), on a kernel thread, or in a process behind an emulated PCI device.
+//! [`Vgsp::step`] never blocks: the environment decides how to wait.
+//!
+//! # Ordering
+//!
+//! The GSP keeps its own accessors and barriers, each the partner of one in the driver
+//! (`nova_core::gsp::cmdq`):
+//!
+//! | accessor | barrier | orders | pairs with (driver) |
+//! |---|---|---|---|
+//! | [`Vgsp::cpu_write_ptr`] | `dma_mb(Read)` after | its load before our `cpuq` slot loads | `dma_mb(Write)` in `advance_cpu_write_ptr` |
+//! | [`Vgsp::advance_gsp_read_ptr`] | `dma_mb(Full)` before | our `cpuq` slot loads before the pointer store | `dma_mb(Full)` in `gsp_read_ptr` |
+//! | [`Vgsp::cpu_read_ptr`] | `dma_mb(Full)` after | its load before our `gspq` slot stores | `dma_mb(Full)` in `advance_cpu_read_ptr` |
+//! | [`Vgsp::advance_gsp_write_ptr`] | `dma_mb(Write)` before | our `gspq` slot stores before the pointer store | `dma_mb(Read)` in `gsp_write_ptr` |
+
+#![cfg_attr(not(feature = "std"), no_std)]
+
+#[cfg(feature = "std")]
+pub mod host;
+
+use kernel::{
+    dma::DmaView,
+    prelude::*,
+    sync::barrier::{
+        dma_mb,
+        Full,
+        Read,
+        Write, //
+    },
+};
+use nova_core::gsp::{
+    commands::{
+        GspInitDone,
+        GspSetSystemInfo,
+        GspStaticConfigInfo,
+        PackedRegistryEntry,
+        PackedRegistryTable, //
+    },
+    fw::{
+        self,
+        function,
+        Checksum,
+        GspMsgElement,
+        CPUQ_OFFSET,
+        ELEMENT_HEADER_SIZE,
+        GSPQ_OFFSET,
+        GSP_PAGE_SIZE,
+        MAX_ELEMENT_PAGES,
+        MAX_ELEMENT_PAYLOAD,
+        MAX_RPC_PAYLOAD,
+        MSGQ_NUM_PAGES,
+        MSGQ_READ_PTR_OFFSET,
+        MSGQ_WRITE_PTR_OFFSET, //
+    },
+};
+use zerocopy::{
+    FromBytes,
+    FromZeros,
+    IntoBytes, //
+};
+
+/// The name the virtual GPU reports.
+pub const GPU_NAME: &str = "NVIDIA vGSP virtual GPU";
+/// The frame buffer size the virtual GPU reports.
+pub const FB_LENGTH: u64 = 256 << 20;
+/// Bytes of one ring.
+const RING_BYTES: usize = MSGQ_NUM_PAGES as usize * GSP_PAGE_SIZE;
+
+/// What one [`Vgsp::step`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// An element was consumed or sent.
+    Worked,
+    /// Nothing to do until the driver sends a command.
+    Idle,
+    /// A message is waiting for the driver to free `gspq` slots.
+    Blocked,
+}
+
+/// Counters of what the GSP has done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Commands handled (continuation records reassembled into one).
+    pub commands: u64,
+    /// Elements consumed.
+    pub elements_in: u64,
+    /// Replies queued.
+    pub replies: u64,
+    /// Unasked events queued.
+    pub events: u64,
+    /// Malformed commands answered with an error reply.
+    pub malformed: u64,
+}
+
+/// A message waiting to be sent, possibly partly sent already.
+struct Outgoing {
+    function: u32,
+    sequence: u32,
+    rpc_result: u32,
+    payload: KVec<u8>,
+    /// Payload bytes already sent.
+    sent: usize,
+    /// Whether the head element is out.
+    head_sent: bool,
+}
+
+/// A split command being reassembled.
+struct Assembly {
+    function: u32,
+    sequence: u32,
+    total: usize,
+    payload: KVec<u8>,
+}
+
+/// The virtual GSP.
+///
+/// # Invariants
+///
+/// `gsp_write_ptr` and `gsp_read_ptr` are below [`MSGQ_NUM_PAGES`] and equal to what the
+/// GSP last stored in `gspq.tx.writePtr` and `gspq.rx.readPtr`.
+pub struct Vgsp<'a> {
+    mem: DmaView<'a>,
+    gsp_write_ptr: u32,
+    gsp_read_ptr: u32,
+    tx_seq: u32,
+    rx_seq: Option<u32>,
+    outbox: KVec<Outgoing>,
+    outbox_head: usize,
+    rx_buf: KVec<u8>,
+    assembly: Option<Assembly>,
+    system_info: Option<GspSetSystemInfo>,
+    registry_entries: Option<u32>,
+    log_every: u64,
+    /// What the GSP has done so far.
+    pub stats: Stats,
+}
+
+impl<'a> Vgsp<'a> {
+    /// Creates the GSP over the shared memory `mem` (a whole `GspMem`), as after reset:
+    /// its pointers at 0.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if `mem` is smaller than a `GspMem`.
+    /// - `ENOMEM` if the scratch buffer cannot be had.
+    pub fn new(mem: DmaView<'a>) -> Result<Self> {
+        if mem.len() < core::mem::size_of::<fw::GspMem>() {
+            return Err(EINVAL);
+        }
+        let mut rx_buf = KVec::new();
+        rx_buf.resize(fw::GSP_MSG_QUEUE_ELEMENT_SIZE_MAX, 0, GFP_KERNEL)?;
+        Ok(Self {
+            mem,
+            gsp_write_ptr: 0,
+            gsp_read_ptr: 0,
+            tx_seq: 0,
+            rx_seq: None,
+            outbox: KVec::new(),
+            outbox_head: 0,
+            rx_buf,
+            assembly: None,
+            system_info: None,
+            registry_entries: None,
+            log_every: 0,
+            stats: Stats::default(),
+        })
+    }
+
+    /// Makes the GSP send a `UCODE_LIBOS_PRINT` line unasked after every `n` commands
+    /// (0: never).
+    pub fn set_log_every(&mut self, n: u64) {
+        self.log_every = n;
+    }
+
+    /// Returns the system information the driver sent, if any.
+    pub fn system_info(&self) -> Option<&GspSetSystemInfo> {
+        self.system_info.as_ref()
+    }
+
+    /// Returns the number of registry entries the driver sent, if it sent them.
+    pub fn registry_entries(&self) -> Option<u32> {
+        self.registry_entries
+    }
+
+    /// Returns the GSP's write and read pointers.
+    pub fn gsp_ptrs(&self) -> (u32, u32) {
+        (self.gsp_write_ptr, self.gsp_read_ptr)
+    }
+
+    // Accessors of the shared pointers.
+
+    /// Returns the driver's write pointer into `cpuq`, with acquire semantics for the
+    /// loads that follow.
+    ///
+    /// # Errors
+    ///
+    /// - `EIO` if the driver published a pointer outside the ring.
+    pub fn cpu_write_ptr(&self) -> Result<u32> {
+        let ptr = self.mem.read32(CPUQ_OFFSET + MSGQ_WRITE_PTR_OFFSET)?;
+        // ORDERING: LOAD->LOAD. Orders this load of the driver's write pointer before our
+        // loads of the `cpuq` slots it publishes. The GSP never stores to `cpuq` slots and
+        // its later read-pointer store has its own `Full`, so `Read` suffices. Pairs with
+        // the driver's `dma_mb(Write)` in `advance_cpu_write_ptr`.
+        dma_mb(Read);
+        if ptr >= MSGQ_NUM_PAGES {
+            return Err(EIO);
+        }
+        Ok(ptr)
+    }
+
+    /// Returns the driver's read pointer into `gspq`, with acquire semantics.
+    ///
+    /// # Errors
+    ///
+    /// - `EIO` if the driver published a pointer outside the ring.
+    pub fn cpu_read_ptr(&self) -> Result<u32> {
+        let ptr = self.mem.read32(CPUQ_OFFSET + MSGQ_READ_PTR_OFFSET)?;
+        // ORDERING: LOAD->STORE. Orders this load of the driver's read pointer before our
+        // stores into the `gspq` slots it frees, which the driver may still be reading
+        // otherwise. `Read` would not order the stores, so this is `Full`. Pairs with the
+        // driver's `dma_mb(Full)` in `advance_cpu_read_ptr`.
+        dma_mb(Full);
+        if ptr >= MSGQ_NUM_PAGES {
+            return Err(EIO);
+        }
+        Ok(ptr)
+    }
+
+    /// Frees `n` consumed `cpuq` slots, with release semantics.
+    fn advance_gsp_read_ptr(&mut self, n: u32) -> Result {
+        let rptr = (self.gsp_read_ptr + n) % MSGQ_NUM_PAGES;
+        // ORDERING: LOAD->STORE. Orders our loads of the consumed `cpuq` slots before the
+        // store of the read pointer that lets the driver overwrite them. `Write` would not
+        // order the loads, so this is `Full`. Pairs with the driver's `dma_mb(Full)` in
+        // `gsp_read_ptr`.
+        dma_mb(Full);
+        self.mem.write32(GSPQ_OFFSET + MSGQ_READ_PTR_OFFSET, rptr)?;
+        // INVARIANT: `rptr < MSGQ_NUM_PAGES` and is what was just stored.
+        self.gsp_read_ptr = rptr;
+        Ok(())
+    }
+
+    /// Publishes `n` `gspq` slots written at the write pointer, with release semantics.
+    fn advance_gsp_write_ptr(&mut self, n: u32) -> Result {
+        let wptr = (self.gsp_write_ptr + n) % MSGQ_NUM_PAGES;
+        // ORDERING: STORE->STORE. Orders our stores of the element into `gspq` slots before
+        // the store of the write pointer that publishes them. The earlier load of the
+        // driver's read pointer is ordered by the `Full` in `cpu_read_ptr`, so `Write`
+        // suffices. Pairs with the driver's `dma_mb(Read)` in `gsp_write_ptr`.
+        dma_mb(Write);
+        self.mem.write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, wptr)?;
+        // INVARIANT: `wptr < MSGQ_NUM_PAGES` and is what was just stored.
+        self.gsp_write_ptr = wptr;
+        Ok(())
+    }
+
+    /// Calls `f(ring_offset, range)` for the pieces of `len` bytes at ring byte `start`.
+    fn ring_split(
+        start: usize,
+        len: usize,
+        mut f: impl FnMut(usize, core::ops::Range<usize>) -> Result,
+    ) -> Result {
+        let start = start % RING_BYTES;
+        let first = len.min(RING_BYTES - start);
+        f(start, 0..first)?;
+        if first < len {
+            f(0, first..len)?;
+        }
+        Ok(())
+    }
+
+    // The command side.
+
+    /// Does one unit of work: sends one element of a pending message, or consumes one
+    /// command element. Never blocks.
+    ///
+    /// # Errors
+    ///
+    /// - `EIO` if the driver published a pointer outside a ring. The GSP stays usable.
+    pub fn step(&mut self) -> Result<Progress> {
+        if self.outbox_head < self.outbox.len() {
+            return self.send_pending();
+        }
+        if self.outbox_head > 0 {
+            self.outbox.clear();
+            self.outbox_head = 0;
+        }
+        let wptr = self.cpu_write_ptr()?;
+        if wptr == self.gsp_read_ptr {
+            return Ok(Progress::Idle);
+        }
+        let available = (wptr + MSGQ_NUM_PAGES - self.gsp_read_ptr) % MSGQ_NUM_PAGES;
+        self.consume_element(available)?;
+        Ok(Progress::Worked)
+    }
+
+    /// Runs [`Vgsp::step`] until it reports [`Progress::Idle`] or [`Progress::Blocked`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Vgsp::step`].
+    pub fn run_until_idle(&mut self) -> Result<Progress> {
+        loop {
+            match self.step()? {
+                Progress::Worked => continue,
+                other => return Ok(other),
+            }
+        }
+    }
+
+    /// Consumes the command element at our read pointer and acts on it.
+    fn consume_element(&mut self, available: u32) -> Result {
+        let mut header = GspMsgElement::default();
+        self.read_cmd_bytes(0, header.as_mut_bytes())?;
+        let elem_count = header.elem_count;
+        if elem_count == 0 || elem_count > MAX_ELEMENT_PAGES || elem_count > available {
+            // Cannot be delimited: drop what is published and complain.
+            self.advance_gsp_read_ptr(available)?;
+            self.assembly = None;
+            return self.reject(header.rpc.function, header.rpc.sequence);
+        }
+
+        let checked = self.copy_and_check(elem_count);
+        self.advance_gsp_read_ptr(elem_count)?;
+        self.stats.elements_in += 1;
+        let (header, chunk_len) = match checked {
+            Ok(ok) => ok,
+            Err(_) => {
+                self.assembly = None;
+                let (f, s) = (header.rpc.function, header.rpc.sequence);
+                return self.reject(f, s);
+            }
+        };
+        let chunk_range = ELEMENT_HEADER_SIZE..ELEMENT_HEADER_SIZE + chunk_len;
+
+        if header.rpc.function == function::CONTINUATION_RECORD {
+            let Some(mut asm) = self.assembly.take() else {
+                return self.reject(header.rpc.function, header.rpc.sequence);
+            };
+            if asm.sequence != header.rpc.sequence || asm.payload.len() + chunk_len > asm.total {
+                return self.reject(asm.function, asm.sequence);
+            }
+            asm.payload.extend_from_slice(&self.rx_buf[chunk_range], GFP_KERNEL)?;
+            if asm.payload.len() == asm.total {
+                return self.handle_command(asm.function, asm.sequence, asm.payload);
+            }
+            self.assembly = Some(asm);
+            return Ok(());
+        }
+
+        if self.assembly.take().is_some() {
+            // A new command arrived while continuations were due: the split one is lost.
+            self.stats.malformed += 1;
+        }
+        // PANIC: `copy_and_check` returned a header whose length is at least its size.
+        let total = header.rpc_payload_len().unwrap_or(0);
+        let mut payload = KVec::with_capacity(chunk_len, GFP_KERNEL)?;
+        payload.extend_from_slice(&self.rx_buf[chunk_range], GFP_KERNEL)?;
+        if total > chunk_len {
+            self.assembly = Some(Assembly {
+                function: header.rpc.function,
+                sequence: header.rpc.sequence,
+                total,
+                payload,
+            });
+            return Ok(());
+        }
+        self.handle_command(header.rpc.function, header.rpc.sequence, payload)
+    }
+
+    fn read_cmd_bytes(&self, pos: usize, dst: &mut [u8]) -> Result {
+        let start = self.gsp_read_ptr as usize * GSP_PAGE_SIZE + pos;
+        let mem = self.mem;
+        Self::ring_split(start, dst.len(), |off, range| {
+            mem.read_bytes(CPUQ_OFFSET + fw::slot_offset(0) + off, &mut dst[range])
+        })
+    }
+
+    /// Copies a command element once into `rx_buf` and validates the copy; returns its
+    /// header and the payload bytes it carries.
+    fn copy_and_check(&mut self, elem_count: u32) -> Result<(GspMsgElement, usize)> {
+        let len = elem_count as usize * GSP_PAGE_SIZE;
+        let mut buf = core::mem::take(&mut self.rx_buf);
+        let read = self.read_cmd_bytes(0, &mut buf[..len]);
+        let result = read.and_then(|()| {
+            let (header, _) = GspMsgElement::read_from_prefix(&buf[..len]).map_err(|_| EIO)?;
+            if header.rpc.signature != fw::RPC_SIGNATURE
+                || fw::RpcHeaderVersion::from_bits(header.rpc.header_version).major()
+                    != fw::RPC_HEADER_VERSION.major()
+                || header.elem_count != elem_count
+            {
+                return Err(EIO);
+            }
+            let total = header.rpc_payload_len().ok_or(EIO)?;
+            let chunk_len = if total <= MAX_ELEMENT_PAYLOAD {
+                total
+            } else if header.rpc.function != function::CONTINUATION_RECORD
+                && elem_count == MAX_ELEMENT_PAGES
+                && total <= MAX_RPC_PAYLOAD
+            {
+                MAX_ELEMENT_PAYLOAD
+            } else {
+                return Err(EIO);
+            };
+            if fw::elem_count_for(chunk_len) != elem_count
+                || fw::checksum(&buf[..ELEMENT_HEADER_SIZE + chunk_len]) != 0
+            {
+                return Err(EIO);
+            }
+            if let Some(expected) = self.rx_seq {
+                if header.seq_num != expected {
+                    return Err(EIO);
+                }
+            }
+            Ok((header, chunk_len))
+        });
+        if let Ok((header, _)) = &result {
+            self.rx_seq = Some(header.seq_num.wrapping_add(1));
+        }
+        self.rx_buf = buf;
+        result
+    }
+
+    /// Answers a malformed command with an error reply.
+    fn reject(&mut self, function: u32, sequence: u32) -> Result {
+        self.stats.malformed += 1;
+        self.queue(function, sequence, fw::NV_ERR_INVALID_ARGUMENT, KVec::new())
+    }
+
+    /// Acts on a whole command.
+    fn handle_command(&mut self, function: u32, sequence: u32, payload: KVec<u8>) -> Result {
+        self.stats.commands += 1;
+        match function {
+            function::NOP => self.reply(function, sequence, payload)?,
+            function::GSP_SET_SYSTEM_INFO => match GspSetSystemInfo::read_from_bytes(&payload) {
+                Ok(info) => self.system_info = Some(info),
+                Err(_) => return self.reject(function, sequence),
+            },
+            function::SET_REGISTRY => match parse_registry(&payload) {
+                Some(n) => {
+                    self.registry_entries = Some(n);
+                    self.boot_done()?;
+                }
+                None => return self.reject(function, sequence),
+            },
+            function::GET_GSP_STATIC_INFO => {
+                let mut info = GspStaticConfigInfo::read_from_bytes(&payload)
+                    .unwrap_or_else(|_| GspStaticConfigInfo::new_zeroed());
+                info.gpu_name_string = [0; 64];
+                info.gpu_name_string[..GPU_NAME.len()].copy_from_slice(GPU_NAME.as_bytes());
+                info.pci_device_id = 0x2b85_10de;
+                info.fb_region_count = 1;
+                info.fb_length = FB_LENGTH;
+                info.bar1_size = FB_LENGTH;
+                let mut out = KVec::new();
+                out.extend_from_slice(info.as_bytes(), GFP_KERNEL)?;
+                self.reply(function, sequence, out)?;
+            }
+            function::UNLOADING_GUEST_DRIVER => self.reply(function, sequence, KVec::new())?,
+            _ => {
+                self.queue(function, sequence, fw::NV_ERR_NOT_SUPPORTED, KVec::new())?;
+                self.stats.replies += 1;
+            }
+        }
+        if self.log_every != 0 && self.stats.commands % self.log_every == 0 {
+            let mut line = KVec::new();
+            let text = LogLine::commands(self.stats.commands);
+            line.extend_from_slice(text.as_bytes(), GFP_KERNEL)?;
+            self.event(function::UCODE_LIBOS_PRINT, line)?;
+        }
+        Ok(())
+    }
+
+    /// Queues the boot log and `GSP_INIT_DONE`.
+    fn boot_done(&mut self) -> Result {
+        for text in ["vgsp: RM init start", "vgsp: message queues up", "vgsp: RM init done"] {
+            let mut line = KVec::new();
+            line.extend_from_slice(text.as_bytes(), GFP_KERNEL)?;
+            self.event(function::UCODE_LIBOS_PRINT, line)?;
+        }
+        let mut done = KVec::new();
+        done.extend_from_slice(GspInitDone { status: fw::NV_OK }.as_bytes(), GFP_KERNEL)?;
+        self.event(function::GSP_INIT_DONE, done)
+    }
+
+    fn reply(&mut self, function: u32, sequence: u32, payload: KVec<u8>) -> Result {
+        self.stats.replies += 1;
+        self.queue(function, sequence, fw::NV_OK, payload)
+    }
+
+    fn event(&mut self, function: u32, payload: KVec<u8>) -> Result {
+        self.stats.events += 1;
+        self.queue(function, 0, fw::NV_OK, payload)
+    }
+
+    fn queue(&mut self, function: u32, sequence: u32, rpc_result: u32, payload: KVec<u8>) -> Result {
+        self.outbox.push(
+            Outgoing {
+                function,
+                sequence,
+                rpc_result,
+                payload,
+                sent: 0,
+                head_sent: false,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(())
+    }
+
+    // Fault injection, for tests of the driver's receive path.
+
+    /// Returns a well-formed element (header and payload, checksum set) as the GSP would
+    /// send it, with the next element sequence number, for a test to corrupt.
+    ///
+    /// # Errors
+    ///
+    /// - `EMSGSIZE` if `payload` does not fit one element.
+    /// - `ENOMEM` if the buffer cannot be had.
+    pub fn encode_element(&self, function: u32, sequence: u32, payload: &[u8], rpc_payload_len: usize) -> Result<KVec<u8>> {
+        if payload.len() > MAX_ELEMENT_PAYLOAD {
+            return Err(EMSGSIZE);
+        }
+        let mut header = GspMsgElement::new(self.tx_seq, function, sequence, payload.len(), rpc_payload_len);
+        header.rpc.rpc_result = fw::NV_OK;
+        header.rpc.rpc_result_private = fw::NV_OK;
+        let mut sum = Checksum::default();
+        sum.update(header.as_bytes());
+        sum.update(payload);
+        header.check_sum = sum.fold();
+        let mut out = KVec::with_capacity(ELEMENT_HEADER_SIZE + payload.len(), GFP_KERNEL)?;
+        out.extend_from_slice(header.as_bytes(), GFP_KERNEL)?;
+        out.extend_from_slice(payload, GFP_KERNEL)?;
+        Ok(out)
+    }
+
+    /// Writes `bytes` at the GSP's write pointer and advances it by `slots`, whatever the
+    /// bytes say: lets a test publish malformed elements.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOSPC` if `bytes` does not fit in `slots`, or `gspq` lacks `slots` free slots.
+    pub fn post_raw(&mut self, bytes: &[u8], slots: u32) -> Result {
+        let rptr = self.cpu_read_ptr()?;
+        let free = (rptr + MSGQ_NUM_PAGES - self.gsp_write_ptr - 1) % MSGQ_NUM_PAGES;
+        if slots > free || bytes.len() > slots as usize * GSP_PAGE_SIZE {
+            return Err(ENOSPC);
+        }
+        let mem = self.mem;
+        Self::ring_split(self.gsp_write_ptr as usize * GSP_PAGE_SIZE, bytes.len(), |off, r| {
+            mem.write_bytes(GSPQ_OFFSET + fw::slot_offset(0) + off, &bytes[r])
+        })?;
+        self.advance_gsp_write_ptr(slots)?;
+        self.tx_seq = self.tx_seq.wrapping_add(1);
+        Ok(())
+    }
+
+    // The message side.
+
+    /// Sends the next element of the first pending message if `gspq` has room.
+    fn send_pending(&mut self) -> Result<Progress> {
+        let rptr = self.cpu_read_ptr()?;
+        let free = (rptr + MSGQ_NUM_PAGES - self.gsp_write_ptr - 1) % MSGQ_NUM_PAGES;
+        let idx = self.outbox_head;
+        let (function, chunk_len, total) = {
+            let out = &self.outbox[idx];
+            let chunk_len = (out.payload.len() - out.sent).min(MAX_ELEMENT_PAYLOAD);
+            let function = if out.head_sent { function::CONTINUATION_RECORD } else { out.function };
+            let total = if out.head_sent { chunk_len } else { out.payload.len() };
+            (function, chunk_len, total)
+        };
+        if free < fw::elem_count_for(chunk_len) {
+            return Ok(Progress::Blocked);
+        }
+
+        let out = &self.outbox[idx];
+        let chunk = &out.payload[out.sent..out.sent + chunk_len];
+        let mut header = GspMsgElement::new(self.tx_seq, function, out.sequence, chunk_len, total);
+        header.rpc.rpc_result = out.rpc_result;
+        header.rpc.rpc_result_private = out.rpc_result;
+        let mut sum = Checksum::default();
+        sum.update(header.as_bytes());
+        sum.update(chunk);
+        header.check_sum = sum.fold();
+
+        let start = self.gsp_write_ptr as usize * GSP_PAGE_SIZE;
+        let mem = self.mem;
+        let hdr = header.as_bytes();
+        Self::ring_split(start, hdr.len(), |off, r| {
+            mem.write_bytes(GSPQ_OFFSET + fw::slot_offset(0) + off, &hdr[r])
+        })?;
+        Self::ring_split(start + ELEMENT_HEADER_SIZE, chunk.len(), |off, r| {
+            mem.write_bytes(GSPQ_OFFSET + fw::slot_offset(0) + off, &chunk[r])
+        })?;
+        self.advance_gsp_write_ptr(header.elem_count)?;
+        self.tx_seq = self.tx_seq.wrapping_add(1);
+
+        let out = &mut self.outbox[idx];
+        out.sent += chunk_len;
+        out.head_sent = true;
+        if out.sent == out.payload.len() {
+            self.outbox_head += 1;
+        }
+        Ok(Progress::Worked)
+    }
+}
+
+/// Checks a `PACKED_REGISTRY_TABLE`; returns its number of entries.
+fn parse_registry(payload: &[u8]) -> Option<u32> {
+    let (table, rest) = PackedRegistryTable::read_from_prefix(payload).ok()?;
+    if table.size as usize != payload.len() {
+        return None;
+    }
+    let mut entries = rest;
+    for _ in 0..table.num_entries {
+        let (entry, next) = PackedRegistryEntry::read_from_prefix(entries).ok()?;
+        let name = payload.get(entry.name_offset as usize..)?;
+        name.iter().position(|&b| b == 0)?;
+        entries = next;
+    }
+    Some(table.num_entries)
+}
+
+/// A short formatted log line without allocation.
+struct LogLine {
+    buf: [u8; 64],
+    len: usize,
+}
+
+impl LogLine {
+    fn commands(n: u64) -> Self {
+        let mut line = Self { buf: [0; 64], len: 0 };
+        let _ = core::fmt::write(&mut line, format_args!("vgsp: {n} commands handled"));
+        line
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl core::fmt::Write for LogLine {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let end = self.len + s.len();
+        if end > self.buf.len() {
+            return Err(core::fmt::Error);
+        }
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}

@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Coherent DMA memory, as upstream's `kernel::dma`.
+//!
+//! [`CoherentAllocation`] is the CPU's side of memory shared with a device. Fields are
+//! read and written with volatile accesses through [`dma_read!`] and [`dma_write!`];
+//! bulk data moves with [`CoherentAllocation::read_raw`] and
+//! [`CoherentAllocation::write_raw`], whose callers state that the protocol gives them
+//! the bytes they touch.
+//!
+//! [`DmaView`] is the *device's* side of the same memory: the view a bus master (here,
+//! the virtual GSP firmware) has of it. Every access through it is bounds-checked, since
+//! the offsets it uses may come from the other agent.
+
+use core::{
+    alloc::Layout,
+    marker::PhantomData,
+    ptr::NonNull, //
+};
+
+use crate::{
+    alloc::{
+        AllocError,
+        Flags, //
+    },
+    device::Device,
+    error::{
+        code::{
+            EINVAL,
+            ENOMEM,
+            EOVERFLOW, //
+        },
+        Result, //
+    },
+};
+
+/// Types that may be created from any bit pattern, including all zeroes.
+///
+/// # Safety
+///
+/// Every bit pattern of `size_of::<Self>()` bytes must be a valid value.
+pub unsafe trait FromBytes {}
+
+/// Types whose every byte is initialised (no padding), so they can be viewed as bytes.
+///
+/// # Safety
+///
+/// `Self` must contain no padding and no interior mutability.
+pub unsafe trait AsBytes {}
+
+macro_rules! impl_bytes {
+    ($($t:ty),*) => {
+        $(
+            // SAFETY: Primitive integers are valid for every bit pattern.
+            unsafe impl FromBytes for $t {}
+            // SAFETY: Primitive integers have no padding.
+            unsafe impl AsBytes for $t {}
+        )*
+    };
+}
+impl_bytes!(u8, u16, u32, u64, i8, i16, i32, i64);
+
+// SAFETY: Arrays of `FromBytes` are valid for every bit pattern.
+unsafe impl<T: FromBytes, const N: usize> FromBytes for [T; N] {}
+// SAFETY: Arrays of `AsBytes` have no padding between elements.
+unsafe impl<T: AsBytes, const N: usize> AsBytes for [T; N] {}
+
+/// A bus address as the device sees it.
+pub type DmaAddress = u64;
+
+/// The alignment of every coherent allocation: one page, as the kernel's.
+const PAGE_ALIGN: usize = 4096;
+
+/// An allocation of `count` values of `T` in memory coherent with a device.
+///
+/// # Invariants
+///
+/// `cpu_addr` points to `count` zero-initialised-then-device-shared values of `T`,
+/// page-aligned, allocated with `layout` and owned by this value.
+pub struct CoherentAllocation<T: AsBytes + FromBytes> {
+    cpu_addr: NonNull<T>,
+    count: usize,
+    layout: Layout,
+    _p: PhantomData<T>,
+}
+
+// SAFETY: The allocation is plain memory owned by the value; the accessors are volatile or
+// require the caller to uphold the sharing protocol.
+unsafe impl<T: AsBytes + FromBytes + Send> Send for CoherentAllocation<T> {}
+// SAFETY: As above.
+unsafe impl<T: AsBytes + FromBytes + Sync> Sync for CoherentAllocation<T> {}
+
+impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
+    /// Allocates zeroed coherent memory for `count` values of `T`.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if `count` is zero or `T` is zero-sized.
+    /// - `EOVERFLOW` if the size overflows.
+    /// - `ENOMEM` if the memory cannot be had.
+    pub fn alloc_coherent(_dev: &Device, count: usize, _gfp_flags: Flags) -> Result<Self> {
+        if count == 0 || core::mem::size_of::<T>() == 0 {
+            return Err(EINVAL);
+        }
+        let size = core::mem::size_of::<T>()
+            .checked_mul(count)
+            .ok_or(EOVERFLOW)?;
+        let layout = Layout::from_size_align(size, PAGE_ALIGN.max(core::mem::align_of::<T>()))
+            .map_err(|_| EOVERFLOW)?;
+        // SAFETY: `layout` has a non-zero size, checked above.
+        let ptr = unsafe { alloc_crate::alloc::alloc_zeroed(layout) };
+        let cpu_addr = NonNull::new(ptr.cast::<T>()).ok_or(ENOMEM)?;
+        // INVARIANT: freshly allocated with `layout`, zeroed, and `T: FromBytes` makes zero
+        // a valid value.
+        Ok(Self {
+            cpu_addr,
+            count,
+            layout,
+            _p: PhantomData,
+        })
+    }
+
+    /// Returns the number of values of `T` in the allocation.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Returns the size of the allocation in bytes.
+    pub fn size(&self) -> usize {
+        self.layout.size()
+    }
+
+    /// Returns the address the device uses for the start of the allocation.
+    ///
+    /// The host has no IOMMU: the bus address is the CPU address.
+    pub fn dma_handle(&self) -> DmaAddress {
+        // CAST: addresses fit in 64 bits on every supported architecture.
+        self.cpu_addr.as_ptr() as usize as DmaAddress
+    }
+
+    /// Returns the CPU address of the start of the allocation.
+    pub fn start_ptr(&self) -> *const T {
+        self.cpu_addr.as_ptr()
+    }
+
+    /// Returns the CPU address of the start of the allocation, for writing.
+    pub fn start_ptr_mut(&mut self) -> *mut T {
+        self.cpu_addr.as_ptr()
+    }
+
+    /// Returns a pointer to the value at `offset`, for the field projections of
+    /// [`dma_read!`] and [`dma_write!`].
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if `offset` is not below [`Self::count`].
+    #[doc(hidden)]
+    pub fn item_from_index(&self, offset: usize) -> Result<*mut T> {
+        if offset >= self.count {
+            return Err(EINVAL);
+        }
+        // SAFETY: `offset < count`, so the result stays inside the allocation.
+        Ok(unsafe { self.cpu_addr.as_ptr().add(offset) })
+    }
+
+    /// Reads a field with a volatile load.
+    ///
+    /// # Safety
+    ///
+    /// `field` must point to a properly aligned field inside this allocation.
+    #[doc(hidden)]
+    pub unsafe fn field_read<F: FromBytes>(&self, field: *const F) -> F {
+        // SAFETY: The caller guarantees `field` is valid and aligned; `F: FromBytes` makes
+        // any value the device left there valid.
+        unsafe { core::ptr::read_volatile(field) }
+    }
+
+    /// Writes a field with a volatile store.
+    ///
+    /// # Safety
+    ///
+    /// `field` must point to a properly aligned field inside this allocation.
+    #[doc(hidden)]
+    pub unsafe fn field_write<F: AsBytes>(&self, field: *mut F, val: F) {
+        // SAFETY: The caller guarantees `field` is valid and aligned.
+        unsafe { core::ptr::write_volatile(field, val) }
+    }
+
+    fn byte_range(&self, offset: usize, len: usize) -> Result<*mut u8> {
+        match offset.checked_add(len) {
+            // SAFETY: `offset + len <= size`, so the result stays inside the allocation.
+            Some(end) if end <= self.size() => {
+                Ok(unsafe { self.cpu_addr.as_ptr().cast::<u8>().add(offset) })
+            }
+            _ => Err(EOVERFLOW),
+        }
+    }
+
+    /// Copies `dst.len()` bytes starting `offset` bytes into the allocation out to `dst`.
+    ///
+    /// # Errors
+    ///
+    /// - `EOVERFLOW` if the range leaves the allocation.
+    ///
+    /// # Safety
+    ///
+    /// The sharing protocol must keep the device from writing these bytes during the
+    /// copy (the caller has acquired them), or the caller must not rely on their values
+    /// beyond checking them.
+    pub unsafe fn read_raw(&self, offset: usize, dst: &mut [u8]) -> Result {
+        let src = self.byte_range(offset, dst.len())?;
+        // SAFETY: `src` is valid for `dst.len()` bytes (checked above) and cannot overlap
+        // `dst`, which the caller borrowed from elsewhere.
+        unsafe { core::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    /// Copies `src` into the allocation starting `offset` bytes in.
+    ///
+    /// # Errors
+    ///
+    /// - `EOVERFLOW` if the range leaves the allocation.
+    ///
+    /// # Safety
+    ///
+    /// The sharing protocol must give these bytes to the CPU for writing: the device
+    /// neither reads nor writes them until the caller publishes them.
+    pub unsafe fn write_raw(&self, offset: usize, src: &[u8]) -> Result {
+        let dst = self.byte_range(offset, src.len())?;
+        // SAFETY: `dst` is valid for `src.len()` bytes (checked above) and cannot overlap
+        // `src`, which the caller borrowed from elsewhere.
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
+        Ok(())
+    }
+
+    /// Returns the device's view of this allocation, for a simulated device that shares
+    /// the CPU's address space.
+    pub fn device_view(&self) -> DmaView<'_> {
+        // SAFETY: The allocation is valid for `size()` bytes for as long as `self` is
+        // borrowed.
+        unsafe { DmaView::from_raw_parts(self.cpu_addr.as_ptr().cast(), self.size()) }
+    }
+}
+
+impl<T: AsBytes + FromBytes> Drop for CoherentAllocation<T> {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the memory was allocated with `self.layout`.
+        unsafe { alloc_crate::alloc::dealloc(self.cpu_addr.as_ptr().cast(), self.layout) };
+    }
+}
+
+impl From<AllocError> for crate::error::Error {
+    fn from(_: AllocError) -> Self {
+        ENOMEM
+    }
+}
+
+/// A device's window onto coherent memory, with bounds-checked accesses.
+///
+/// # Invariants
+///
+/// `base` is valid for reads and writes of `len` bytes for `'a`, and 8-byte aligned.
+#[derive(Clone, Copy)]
+pub struct DmaView<'a> {
+    base: NonNull<u8>,
+    len: usize,
+    _p: PhantomData<&'a [u8]>,
+}
+
+// SAFETY: A `DmaView` is an address range shared with another agent; all accesses through
+// it are volatile words or byte copies whose ordering the protocol's barriers provide.
+unsafe impl Send for DmaView<'_> {}
+// SAFETY: As above.
+unsafe impl Sync for DmaView<'_> {}
+
+impl<'a> DmaView<'a> {
+    /// Creates a view of `len` bytes at `base`.
+    ///
+    /// # Safety
+    ///
+    /// `base` must be 8-byte aligned and valid for reads and writes of `len` bytes for
+    /// `'a`; the memory may be shared with other agents.
+    pub unsafe fn from_raw_parts(base: *mut u8, len: usize) -> Self {
+        // INVARIANT: guaranteed by the caller.
+        Self {
+            // SAFETY: The caller guarantees `base` is a valid, hence non-null, pointer.
+            base: unsafe { NonNull::new_unchecked(base) },
+            len,
+            _p: PhantomData,
+        }
+    }
+
+    /// Returns the length of the view in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Returns whether the view is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn range(&self, offset: usize, len: usize, align: usize) -> Result<*mut u8> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len && offset % align == 0 => {
+                // SAFETY: `offset + len <= self.len`, inside the view by the invariant.
+                Ok(unsafe { self.base.as_ptr().add(offset) })
+            }
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// Reads the little-endian `u32` at `offset` with a volatile load.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if the word is unaligned or outside the view.
+    pub fn read32(&self, offset: usize) -> Result<u32> {
+        let p = self.range(offset, 4, 4)?;
+        // SAFETY: `p` is aligned and inside the view (checked above).
+        Ok(u32::from_le(unsafe { core::ptr::read_volatile(p.cast::<u32>()) }))
+    }
+
+    /// Writes `value` as a little-endian `u32` at `offset` with a volatile store.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if the word is unaligned or outside the view.
+    pub fn write32(&self, offset: usize, value: u32) -> Result {
+        let p = self.range(offset, 4, 4)?;
+        // SAFETY: `p` is aligned and inside the view (checked above).
+        unsafe { core::ptr::write_volatile(p.cast::<u32>(), value.to_le()) };
+        Ok(())
+    }
+
+    /// Copies `dst.len()` bytes at `offset` out of the view.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if the range leaves the view.
+    pub fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result {
+        let p = self.range(offset, dst.len(), 1)?;
+        // SAFETY: `p` is valid for `dst.len()` bytes (checked above); `dst` is a distinct
+        // borrow. Concurrent writes by the other agent can only change the values read,
+        // which callers validate.
+        unsafe { core::ptr::copy_nonoverlapping(p, dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    /// Copies `src` into the view at `offset`.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if the range leaves the view.
+    pub fn write_bytes(&self, offset: usize, src: &[u8]) -> Result {
+        let p = self.range(offset, src.len(), 1)?;
+        // SAFETY: `p` is valid for `src.len()` bytes (checked above); `src` is a distinct
+        // borrow.
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
+        Ok(())
+    }
+}
+
+/// Reads a field of a [`CoherentAllocation`] with a volatile load.
+///
+/// `dma_read!(alloc[index].field.subfield)` evaluates to `Result<FieldType>`, `EINVAL`
+/// when `index` is out of bounds.
+#[macro_export]
+macro_rules! dma_read {
+    ($dma:expr, $idx: expr, $($field:tt)*) => {{
+        (|| -> $crate::error::Result<_> {
+            let item = $crate::dma::CoherentAllocation::item_from_index(&$dma, $idx)?;
+            // SAFETY: `item_from_index` checked that `item` points inside the allocation,
+            // and the projection names a field of it, hence aligned and in bounds.
+            unsafe {
+                let ptr_field = ::core::ptr::addr_of!((*item) $($field)*);
+                ::core::result::Result::Ok(
+                    $crate::dma::CoherentAllocation::field_read(&$dma, ptr_field)
+                )
+            }
+        })()
+    }};
+    ($dma:ident [ $idx:expr ] $($field:tt)* ) => {
+        $crate::dma_read!($dma, $idx, $($field)*)
+    };
+    ($($dma:ident).* [ $idx:expr ] $($field:tt)* ) => {
+        $crate::dma_read!($($dma).*, $idx, $($field)*)
+    };
+}
+
+/// Writes a field of a [`CoherentAllocation`] with a volatile store.
+///
+/// `dma_write!(alloc[index].field = value)` evaluates to `Result`, `EINVAL` when `index`
+/// is out of bounds.
+#[macro_export]
+macro_rules! dma_write {
+    ($dma:ident [ $idx:expr ] $($field:tt)*) => {{
+        $crate::dma_write!($dma, $idx, $($field)*)
+    }};
+    ($($dma:ident).* [ $idx:expr ] $($field:tt)* ) => {{
+        $crate::dma_write!($($dma).*, $idx, $($field)*)
+    }};
+    ($dma:expr, $idx: expr, = $val:expr) => {
+        (|| -> $crate::error::Result {
+            let item = $crate::dma::CoherentAllocation::item_from_index(&$dma, $idx)?;
+            // SAFETY: `item_from_index` checked that `item` points inside the allocation.
+            unsafe { $crate::dma::CoherentAllocation::field_write(&$dma, item, $val) };
+            ::core::result::Result::Ok(())
+        })()
+    };
+    ($dma:expr, $idx: expr, $(.$field:ident)* = $val:expr) => {
+        (|| -> $crate::error::Result {
+            let item = $crate::dma::CoherentAllocation::item_from_index(&$dma, $idx)?;
+            // SAFETY: `item_from_index` checked that `item` points inside the allocation,
+            // and the projection names a field of it, hence aligned and in bounds.
+            unsafe {
+                let ptr_field = ::core::ptr::addr_of_mut!((*item) $(.$field)*);
+                $crate::dma::CoherentAllocation::field_write(&$dma, ptr_field, $val)
+            }
+            ::core::result::Result::Ok(())
+        })()
+    };
+}

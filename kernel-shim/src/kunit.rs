@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! KUnit-style test suites.
+//!
+//! A suite is written once as a module marked `#[kunit_tests(suite_name)]` whose cases
+//! are `#[test]` functions returning `()` or [`Result`]. The attribute keeps each case a
+//! normal `cargo test` test and adds a `KUNIT_SUITE` static describing the suite, which
+//! a runner executes and reports as KTAP version 1: [`crate::host::kunit::run`] on the
+//! host, the kernel's KUnit executor in a kernel tree.
+
+use crate::error::Result;
+
+/// One test case: a name and the function that runs it.
+#[derive(Clone, Copy)]
+pub struct Case {
+    /// The name KTAP reports.
+    pub name: &'static str,
+    /// Runs the case; an `Err` or a failed assertion fails it.
+    pub run: fn() -> Result,
+}
+
+/// A suite: a named list of cases.
+#[derive(Clone, Copy)]
+pub struct Suite {
+    /// The name KTAP reports.
+    pub name: &'static str,
+    /// The cases, in order.
+    pub cases: &'static [Case],
+}
+
+/// What a test case function may return.
+pub trait IntoOutcome {
+    /// Converts the return value into a pass (`Ok`) or a failure (`Err`).
+    fn into_outcome(self) -> Result;
+}
+
+impl IntoOutcome for () {
+    fn into_outcome(self) -> Result {
+        Ok(())
+    }
+}
+
+impl IntoOutcome for Result {
+    fn into_outcome(self) -> Result {
+        self
+    }
+}

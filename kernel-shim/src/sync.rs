@@ -1,0 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Synchronisation primitives.
+
+pub mod barrier;

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `cargo run --release`: boots nova-core against the virtual GSP and runs the KUnit
+//! suites.
+//!
+//! The transcript of the bring-up goes to standard error, the KUnit suites as KTAP
+//! version 1 to standard output (so `kunit.py parse` can read it). Exits non-zero if
+//! the bring-up or any case fails.
+
+use std::process::ExitCode;
+
+use kernel::{
+    host,
+    prelude::*,
+    time::Delta, //
+};
+use nova_core::gsp::{
+    commands::{
+        Echo,
+        GspSetSystemInfo,
+        UnloadingGuestDriver, //
+    },
+    fw::{
+        self,
+        function, //
+    },
+};
+
+/// Boots the GSP and exchanges a few commands, printing each.
+fn bring_up() -> Result {
+    let (result, stats) = vgsp_host::with_gsp_thread(0, |gsp, bar, sim| -> Result {
+        let sysinfo = GspSetSystemInfo {
+            gpu_phys_addr: 0xfd00_0000,
+            gpu_phys_fb_addr: 0xe000_0000,
+            gpu_phys_inst_addr: 0xf000_0000,
+            nv_domain_bus_device_func: 0x0100,
+            max_user_va: 1 << 47,
+            ..Default::default()
+        };
+        let info = gsp.boot(bar, &sysinfo)?;
+        pr_info!("gsp: static info: pci id {:#010x}, bar1 {} MiB\n", info.pci_device_id, info.bar1_size >> 20);
+
+        for len in [8usize, 4096, 200 * 1024] {
+            let payload: std::vec::Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
+            let seq = gsp.cmdq.send_command(bar, &Echo(&payload))?;
+            let reply = gsp.cmdq.receive_msg(Delta::from_secs(5))?;
+            let ok = reply.sequence == seq && reply.payload[..] == payload[..];
+            pr_info!(
+                "gsp: -> NOP echo sequence={} len={} elements={}; <- seq={} len={} slots={} result={} {}\n",
+                seq,
+                len,
+                fw::element_count_for_rpc(len),
+                reply.seq_num,
+                reply.payload.len(),
+                reply.elem_count,
+                reply.rpc_result,
+                if ok { "match" } else { "MISMATCH" }
+            );
+            if !ok {
+                return Err(EIO);
+            }
+        }
+
+        gsp.cmdq.send_command(bar, &UnloadingGuestDriver::default())?;
+        let reply = gsp.cmdq.receive_msg(Delta::from_secs(5))?;
+        if reply.function != function::UNLOADING_GUEST_DRIVER || reply.rpc_result != fw::NV_OK {
+            return Err(EIO);
+        }
+        pr_info!("gsp: <- UNLOADING_GUEST_DRIVER acknowledged; {} doorbell writes\n", sim.doorbell_count());
+        Ok(())
+    })?;
+    let stats = stats?;
+    pr_info!(
+        "vgsp: {} commands, {} elements in, {} replies, {} events, {} malformed\n",
+        stats.commands,
+        stats.elements_in,
+        stats.replies,
+        stats.events,
+        stats.malformed
+    );
+    result
+}
+
+fn main() -> ExitCode {
+    let ktap_only = std::env::args().any(|a| a == "--ktap-only");
+    let mut failed = false;
+    if !ktap_only {
+        if let Err(e) = bring_up() {
+            pr_err!("bring-up failed: {e:?}\n");
+            failed = true;
+        }
+    }
+    let stdout = std::io::stdout();
+    match host::kunit::run(vgsp_kunit::SUITES, &mut stdout.lock()) {
+        Ok(totals) => {
+            eprintln!("kunit: {} passed, {} failed", totals.passed, totals.failed);
+            failed |= totals.failed != 0;
+        }
+        Err(e) => {
+            eprintln!("kunit: cannot write KTAP: {e}");
+            failed = true;
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

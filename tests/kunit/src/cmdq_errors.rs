@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Every errno of the command queue, and that the next valid message still arrives.
+
+use kernel::prelude::*;
+
+#[kunit_tests(nova_core_gsp_cmdq_errors)]
+pub mod tests {
+    use kernel::prelude::*;
+    use nova_core::gsp::{
+        commands::GspInitDone,
+        fw::{
+            function,
+            Checksum,
+            GspMsgElement,
+            GSPQ_OFFSET,
+            MAX_ELEMENT_PAYLOAD,
+            MAX_RPC_PAYLOAD,
+            MSGQ_READ_PTR_OFFSET,
+            MSGQ_WRITE_PTR_OFFSET, //
+        },
+    };
+    use zerocopy::{
+        FromBytes,
+        IntoBytes, //
+    };
+
+    use crate::fixture::{
+        Pair,
+        LONG,
+        SHORT, //
+    };
+
+    /// Returns a valid one-slot `UCODE_LIBOS_PRINT` element saying `text`.
+    fn log_element(pair: &Pair, text: &[u8]) -> Result<KVec<u8>> {
+        pair.gsp.encode_element(function::UCODE_LIBOS_PRINT, 0, text, text.len())
+    }
+
+    /// Edits the header of an encoded element and recomputes its checksum over the
+    /// header and `payload_len` bytes.
+    fn edit(el: &mut [u8], payload_len: usize, f: impl FnOnce(&mut GspMsgElement)) {
+        let (mut h, _) = GspMsgElement::read_from_prefix(el).unwrap();
+        f(&mut h);
+        h.check_sum = 0;
+        let mut sum = Checksum::default();
+        sum.update(h.as_bytes());
+        sum.update(&el[80..80 + payload_len]);
+        h.check_sum = sum.fold();
+        el[..80].copy_from_slice(h.as_bytes());
+    }
+
+    /// Posts a valid log line and checks the driver receives exactly it.
+    fn next_valid_arrives(pair: &mut Pair) -> Result {
+        let good = log_element(pair, b"still alive")?;
+        pair.gsp.post_raw(&good, 1)?;
+        let msg = pair.cmdq.receive_msg(LONG)?;
+        assert_eq!(msg.function, function::UCODE_LIBOS_PRINT);
+        assert!(msg.payload[..] == b"still alive"[..]);
+        Ok(())
+    }
+
+    /// Posts `el` in `slots` slots, expects `err`, then a valid message.
+    fn expect_rejected(pair: &mut Pair, el: &[u8], slots: u32, err: Error) -> Result {
+        pair.gsp.post_raw(el, slots)?;
+        assert_eq!(pair.cmdq.receive_msg(LONG).err(), Some(err));
+        let (_, rptr) = pair.cmdq.cpu_ptrs();
+        assert_eq!(rptr, pair.gsp.gsp_ptrs().0);
+        next_valid_arrives(pair)
+    }
+
+    #[test]
+    fn bad_checksum_is_eio() -> Result {
+        let mut pair = Pair::new()?;
+        let mut el = log_element(&pair, b"corrupt me")?;
+        el[85] ^= 0x40;
+        expect_rejected(&mut pair, &el, 1, EIO)
+    }
+
+    #[test]
+    fn wrong_signature_is_eio() -> Result {
+        let mut pair = Pair::new()?;
+        let mut el = log_element(&pair, b"x")?;
+        edit(&mut el, 1, |h| h.rpc.signature = u32::from_le_bytes(*b"NOPE"));
+        expect_rejected(&mut pair, &el, 1, EIO)
+    }
+
+    #[test]
+    fn unsupported_header_version_is_eio() -> Result {
+        let mut pair = Pair::new()?;
+        let mut el = log_element(&pair, b"x")?;
+        edit(&mut el, 1, |h| h.rpc.header_version = 0x0200_0000);
+        expect_rejected(&mut pair, &el, 1, EIO)
+    }
+
+    #[test]
+    fn zero_element_count_is_eio() -> Result {
+        let mut pair = Pair::new()?;
+        let mut el = log_element(&pair, b"x")?;
+        edit(&mut el, 1, |h| h.elem_count = 0);
+        expect_rejected(&mut pair, &el, 1, EIO)
+    }
+
+    #[test]
+    fn element_count_above_sixteen_is_eio() -> Result {
+        let mut pair = Pair::new()?;
+        let mut el = log_element(&pair, b"x")?;
+        edit(&mut el, 1, |h| h.elem_count = 17);
+        expect_rejected(&mut pair, &el, 20, EIO)
+    }
+
+    #[test]
+    fn element_count_beyond_published_slots_is_eio() -> Result {
+        let mut pair = Pair::new()?;
+        let mut el = log_element(&pair, b"x")?;
+        edit(&mut el, 1, |h| h.elem_count = 3);
+        expect_rejected(&mut pair, &el, 2, EIO)
+    }
+
+    #[test]
+    fn rpc_length_below_header_is_eio() -> Result {
+        let mut pair = Pair::new()?;
+        let mut el = log_element(&pair, b"x")?;
+        edit(&mut el, 1, |h| h.rpc.length = 31);
+        expect_rejected(&mut pair, &el, 1, EIO)
+    }
+
+    #[test]
+    fn rpc_length_inconsistent_with_element_count_is_eio() -> Result {
+        let mut pair = Pair::new()?;
+        let mut el = log_element(&pair, b"short payload")?;
+        edit(&mut el, 13, |h| h.rpc.length = 32 + 5000);
+        expect_rejected(&mut pair, &el, 1, EIO)
+    }
+
+    #[test]
+    fn write_pointer_outside_ring_is_eio_and_consumes_nothing() -> Result {
+        let mut pair = Pair::new()?;
+        pair.view().write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 63)?;
+        assert_eq!(pair.cmdq.receive_msg(SHORT).err(), Some(EIO));
+        assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
+        pair.view().write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 0)?;
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn read_pointer_outside_ring_fails_send_with_eio() -> Result {
+        let mut pair = Pair::new()?;
+        pair.view().write32(GSPQ_OFFSET + MSGQ_READ_PTR_OFFSET, 99)?;
+        let r = pair.cmdq.send_rpc(pair.bar.bar(), function::NOP, b"x", SHORT);
+        assert_eq!(r, Err(EIO));
+        assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
+        Ok(())
+    }
+
+    #[test]
+    fn unknown_function_is_einval_and_consumed() -> Result {
+        let mut pair = Pair::new()?;
+        let el = pair.gsp.encode_element(0x0bad, 0, b"?", 1)?;
+        pair.gsp.post_raw(&el, 1)?;
+        assert_eq!(pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(), Some(EINVAL));
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn other_function_is_erange_and_consumed() -> Result {
+        let mut pair = Pair::new()?;
+        let el = log_element(&pair, b"not the one")?;
+        pair.gsp.post_raw(&el, 1)?;
+        assert_eq!(pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(), Some(ERANGE));
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn nonzero_rpc_result_is_einval() -> Result {
+        let mut pair = Pair::new()?;
+        let mut el = pair.gsp.encode_element(function::GSP_INIT_DONE, 0, &[0; 4], 4)?;
+        edit(&mut el, 4, |h| h.rpc.rpc_result = 0x1f);
+        pair.gsp.post_raw(&el, 1)?;
+        assert_eq!(pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(), Some(EINVAL));
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn short_payload_of_typed_message_is_eio() -> Result {
+        let mut pair = Pair::new()?;
+        let el = pair.gsp.encode_element(function::GSP_INIT_DONE, 0, &[0; 2], 2)?;
+        pair.gsp.post_raw(&el, 1)?;
+        assert_eq!(pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(), Some(EIO));
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn oversized_command_is_emsgsize() -> Result {
+        let mut pair = Pair::new()?;
+        let mut big = KVec::new();
+        big.resize(MAX_RPC_PAYLOAD + 1, 0u8, GFP_KERNEL)?;
+        let r = pair.cmdq.send_rpc(pair.bar.bar(), function::NOP, &big, SHORT);
+        assert_eq!(r, Err(EMSGSIZE));
+        assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
+        Ok(())
+    }
+
+    #[test]
+    fn continuation_without_head_is_eio() -> Result {
+        let mut pair = Pair::new()?;
+        let el = pair.gsp.encode_element(function::CONTINUATION_RECORD, 0, b"orphan", 6)?;
+        expect_rejected(&mut pair, &el, 1, EIO)
+    }
+
+    #[test]
+    fn head_followed_by_other_function_is_eio() -> Result {
+        let mut pair = Pair::new()?;
+        let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 9)?;
+        let head = pair.gsp.encode_element(function::NOP, 5, &chunk, MAX_ELEMENT_PAYLOAD + 100)?;
+        pair.gsp.post_raw(&head, 16)?;
+        let intruder = log_element(&pair, b"intruder")?;
+        pair.gsp.post_raw(&intruder, 1)?;
+        assert_eq!(pair.cmdq.receive_msg(LONG).err(), Some(EIO));
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn head_whose_continuation_never_comes_times_out() -> Result {
+        let mut pair = Pair::new()?;
+        let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 9)?;
+        let head = pair.gsp.encode_element(function::NOP, 5, &chunk, MAX_ELEMENT_PAYLOAD + 100)?;
+        pair.gsp.post_raw(&head, 16)?;
+        assert_eq!(pair.cmdq.receive_msg(SHORT).err(), Some(ETIMEDOUT));
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn payload_is_a_copy_the_gsp_cannot_change() -> Result {
+        let mut pair = Pair::new()?;
+        let el = log_element(&pair, b"validated bytes")?;
+        pair.gsp.post_raw(&el, 1)?;
+        let msg = pair.cmdq.receive_msg(LONG)?;
+        // The GSP scribbles over the slot after the driver consumed it.
+        pair.view().write_bytes(GSPQ_OFFSET + 0x1000 + 80, b"SCRIBBLED!!!!!!")?;
+        assert!(msg.payload[..] == b"validated bytes"[..]);
+        Ok(())
+    }
+}

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The rings: round trips, wrap-around, a full ring, continuation records.
+
+use kernel::prelude::*;
+
+#[kunit_tests(nova_core_gsp_cmdq_rings)]
+pub mod tests {
+    use kernel::prelude::*;
+    use nova_core::gsp::{
+        cmdq::SEND_TIMEOUT,
+        commands::Echo,
+        fw::{
+            function,
+            MAX_ELEMENT_PAYLOAD,
+            MSGQ_NUM_PAGES, //
+        },
+    };
+
+    use crate::fixture::{
+        Pair,
+        LONG,
+        SHORT, //
+    };
+
+    /// Sends an echo of `payload`, lets the GSP answer, and checks the reply.
+    fn round_trip(pair: &mut Pair, payload: &[u8]) -> Result {
+        let seq = pair.cmdq.send_command(pair.bar.bar(), &Echo(payload))?;
+        pair.gsp_run()?;
+        let reply = pair.cmdq.receive_msg(LONG)?;
+        assert_eq!(reply.function, function::NOP);
+        assert_eq!(reply.sequence, seq);
+        assert_eq!(reply.rpc_result, 0);
+        assert!(reply.payload[..] == *payload);
+        Ok(())
+    }
+
+    #[test]
+    fn echo_round_trip_returns_payload() -> Result {
+        let mut pair = Pair::new()?;
+        round_trip(&mut pair, b"hello, GSP")?;
+        assert_eq!(pair.gsp.stats.commands, 1);
+        assert_eq!(pair.cmdq.cpu_ptrs(), (1, 1));
+        assert_eq!(pair.gsp.gsp_ptrs(), (1, 1));
+        Ok(())
+    }
+
+    #[test]
+    fn sequence_numbers_advance_per_element() -> Result {
+        let mut pair = Pair::new()?;
+        for i in 0..5u32 {
+            let seq = pair.cmdq.send_command(pair.bar.bar(), &Echo(&[1, 2, 3]))?;
+            assert_eq!(seq, i);
+            pair.gsp_run()?;
+            let reply = pair.cmdq.receive_msg(LONG)?;
+            assert_eq!(reply.seq_num, i);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn wraps_element_across_ring_end() -> Result {
+        let mut pair = Pair::new()?;
+        // Four-slot elements: the 16th starts at slot 60 and occupies 60, 61, 62 and 0.
+        let payload = Pair::pattern(4 * 4096 - 200, 1)?;
+        let mut wrapped = false;
+        for i in 0..40 {
+            let (wptr, _) = pair.cmdq.cpu_ptrs();
+            let p = Pair::pattern(payload.len() + (i % 5), i as u32)?;
+            round_trip(&mut pair, &p)?;
+            let (after, _) = pair.cmdq.cpu_ptrs();
+            wrapped |= wptr == 60 && after == 1;
+        }
+        assert!(wrapped);
+        Ok(())
+    }
+
+    #[test]
+    fn full_ring_send_times_out_then_recovers() -> Result {
+        let mut pair = Pair::new()?;
+        // One slot always stays empty: 62 one-slot commands fit.
+        for _ in 0..MSGQ_NUM_PAGES - 1 {
+            pair.cmdq.send_command(pair.bar.bar(), &Echo(&[7; 8]))?;
+        }
+        let full = pair.cmdq.send_rpc(pair.bar.bar(), function::NOP, &[7; 8], SHORT);
+        assert_eq!(full, Err(ETIMEDOUT));
+        // The GSP consumes what it can and replies until `gspq` is full too.
+        pair.gsp_run()?;
+        let mut replies = 0;
+        loop {
+            match pair.cmdq.receive_msg(SHORT) {
+                Ok(msg) => {
+                    assert!(msg.payload[..] == [7; 8]);
+                    replies += 1;
+                    pair.gsp_run()?;
+                }
+                Err(e) => {
+                    assert_eq!(e, ETIMEDOUT);
+                    break;
+                }
+            }
+        }
+        assert_eq!(replies, MSGQ_NUM_PAGES - 1);
+        pair.cmdq.send_rpc(pair.bar.bar(), function::NOP, &[7; 8], SEND_TIMEOUT)?;
+        Ok(())
+    }
+
+    #[test]
+    fn receive_times_out_when_nothing_published() -> Result {
+        let mut pair = Pair::new()?;
+        assert_eq!(pair.cmdq.receive_msg(SHORT).err(), Some(ETIMEDOUT));
+        assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
+        Ok(())
+    }
+
+    #[test]
+    fn continuation_records_split_and_reassemble() -> Result {
+        let mut pair = Pair::new()?;
+        let payload = Pair::pattern(2 * MAX_ELEMENT_PAYLOAD + 1000, 42)?;
+        let seq = pair.cmdq.send_command(pair.bar.bar(), &Echo(&payload))?;
+        // Three elements: 16 + 16 + 1 slots.
+        assert_eq!(pair.cmdq.cpu_ptrs().0, 33);
+        pair.gsp_run()?;
+        assert_eq!(pair.gsp.stats.elements_in, 3);
+        assert_eq!(pair.gsp.stats.commands, 1);
+        let reply = pair.cmdq.receive_msg(LONG)?;
+        assert_eq!(reply.sequence, seq);
+        assert_eq!(reply.elem_count, 33);
+        assert_eq!(reply.payload.len(), payload.len());
+        assert!(reply.payload[..] == payload[..]);
+        Ok(())
+    }
+
+    #[test]
+    fn exactly_one_full_element_needs_no_continuation() -> Result {
+        let mut pair = Pair::new()?;
+        let payload = Pair::pattern(MAX_ELEMENT_PAYLOAD, 3)?;
+        round_trip(&mut pair, &payload)?;
+        assert_eq!(pair.gsp.stats.elements_in, 1);
+        assert_eq!(pair.cmdq.cpu_ptrs(), (16, 16));
+        Ok(())
+    }
+
+    #[test]
+    fn unasked_event_arrives_between_replies() -> Result {
+        let mut pair = Pair::new()?;
+        pair.gsp.set_log_every(2);
+        for i in 0..4u32 {
+            let seq = pair.cmdq.send_command(pair.bar.bar(), &Echo(&i.to_le_bytes()))?;
+            pair.gsp_run()?;
+            let reply = pair.cmdq.receive_msg(LONG)?;
+            assert_eq!((reply.function, reply.sequence), (function::NOP, seq));
+            if i % 2 == 1 {
+                let event = pair.cmdq.receive_msg(LONG)?;
+                assert_eq!(event.function, function::UCODE_LIBOS_PRINT);
+                assert!(event.payload.starts_with(b"vgsp: "));
+            }
+        }
+        assert_eq!(pair.cmdq.receive_msg(SHORT).err(), Some(ETIMEDOUT));
+        Ok(())
+    }
+
+    #[test]
+    fn many_mixed_round_trips_stay_in_step() -> Result {
+        let mut pair = Pair::new()?;
+        for i in 0..300u32 {
+            let len = [0usize, 1, 7, 8, 4016, 4017, 9000, 40_000][(i % 8) as usize];
+            let p = Pair::pattern(len, i)?;
+            round_trip(&mut pair, &p)?;
+        }
+        assert_eq!(pair.gsp.stats.commands, 300);
+        assert_eq!(pair.gsp.stats.malformed, 0);
+        Ok(())
+    }
+}

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A driver and a virtual GSP sharing one `GspMem`, and a BAR0 to ring.
+
+use kernel::{
+    device::Device,
+    dma::DmaView,
+    io::IoRaw,
+    prelude::*,
+    time::Delta, //
+};
+use nova_core::gsp::{
+    cmdq::Cmdq,
+    regs::{
+        Bar0,
+        BAR0_SIZE, //
+    },
+};
+use vgsp::Vgsp;
+
+/// The device the suites bind to.
+pub static DEVICE: Device = Device::new("vgsp-kunit");
+
+/// A short timeout for waits that are expected to fail.
+pub const SHORT: Delta = Delta::from_millis(20);
+/// A timeout for waits that are expected to succeed.
+pub const LONG: Delta = Delta::from_secs(2);
+
+/// A BAR0 backed by plain memory: doorbell writes land there and wake no one.
+pub struct TestBar {
+    _mem: KVec<u32>,
+    raw: IoRaw<BAR0_SIZE>,
+}
+
+impl TestBar {
+    /// Allocates the BAR.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if the memory cannot be had.
+    pub fn new() -> Result<Self> {
+        let mut mem = KVec::new();
+        mem.resize(BAR0_SIZE / 4, 0u32, GFP_KERNEL)?;
+        // SAFETY: `mem` is `BAR0_SIZE` bytes, `u32`-aligned, and lives as long as `raw`: both
+        // are owned by the `TestBar`, and a `KVec`'s buffer does not move with it.
+        let raw = unsafe { IoRaw::new(mem.as_ptr() as usize, BAR0_SIZE)? };
+        Ok(Self { _mem: mem, raw })
+    }
+
+    /// Returns the BAR.
+    pub fn bar(&self) -> &Bar0 {
+        kernel::io::Io::from_raw(&self.raw)
+    }
+
+    /// Returns the value of the register at `offset`.
+    pub fn read(&self, offset: usize) -> u32 {
+        self.bar().read32_relaxed(offset)
+    }
+}
+
+/// Returns the GSP's view of the driver's shared memory, unbounded by a borrow so the
+/// driver can keep using its queue mutably.
+///
+/// # Safety
+///
+/// The returned view must not be used after `cmdq` is dropped.
+pub unsafe fn gsp_view(cmdq: &Cmdq) -> DmaView<'static> {
+    let mem = cmdq.gsp_mem();
+    // SAFETY: The allocation is `size()` bytes, page aligned, and stays where it is while
+    // `cmdq` lives (it is heap memory owned by the queue); the caller promises not to use
+    // the view longer.
+    unsafe { DmaView::from_raw_parts(mem.start_ptr().cast_mut().cast::<u8>(), mem.size()) }
+}
+
+/// A driver queue and a virtual GSP on the same memory.
+///
+/// Fields drop in order: the GSP (and its view) before the queue that owns the memory.
+pub struct Pair {
+    /// The virtual GSP.
+    pub gsp: Vgsp<'static>,
+    /// The driver's queue.
+    pub cmdq: Cmdq,
+    /// BAR0.
+    pub bar: TestBar,
+}
+
+impl Pair {
+    /// Creates the pair, both sides freshly reset.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if memory cannot be had.
+    pub fn new() -> Result<Self> {
+        let cmdq = Cmdq::new(&DEVICE)?;
+        // SAFETY: `gsp` is dropped before `cmdq`: both live in the returned `Pair`, and
+        // fields drop in declaration order.
+        let gsp = Vgsp::new(unsafe { gsp_view(&cmdq) })?;
+        Ok(Self {
+            gsp,
+            cmdq,
+            bar: TestBar::new()?,
+        })
+    }
+
+    /// Returns the GSP's (device) view of the shared memory.
+    pub fn view(&self) -> DmaView<'_> {
+        self.cmdq.gsp_mem().device_view()
+    }
+
+    /// Lets the GSP work until it has nothing left to do.
+    ///
+    /// # Errors
+    ///
+    /// Any error of the GSP.
+    pub fn gsp_run(&mut self) -> Result<vgsp::Progress> {
+        self.gsp.run_until_idle()
+    }
+
+    /// Returns a payload of `len` bytes that differs for every `seed`.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if memory cannot be had.
+    pub fn pattern(len: usize, seed: u32) -> Result<KVec<u8>> {
+        let mut v = KVec::with_capacity(len, GFP_KERNEL)?;
+        let mut x = seed.wrapping_mul(0x9e37_79b9) | 1;
+        for _ in 0..len {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            // CAST: keeps the low byte on purpose.
+            v.push(x as u8, GFP_KERNEL)?;
+        }
+        Ok(v)
+    }
+}
