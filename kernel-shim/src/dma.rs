@@ -302,7 +302,7 @@ impl<'a> DmaView<'a> {
 
     fn range(&self, offset: usize, len: usize, align: usize) -> Result<*mut u8> {
         match offset.checked_add(len) {
-            Some(end) if end <= self.len && offset % align == 0 => {
+            Some(end) if end <= self.len && offset.is_multiple_of(align) => {
                 // SAFETY: `offset + len <= self.len`, inside the view by the invariant.
                 Ok(unsafe { self.base.as_ptr().add(offset) })
             }
@@ -318,7 +318,9 @@ impl<'a> DmaView<'a> {
     pub fn read32(&self, offset: usize) -> Result<u32> {
         let p = self.range(offset, 4, 4)?;
         // SAFETY: `p` is aligned and inside the view (checked above).
-        Ok(u32::from_le(unsafe { core::ptr::read_volatile(p.cast::<u32>()) }))
+        Ok(u32::from_le(unsafe {
+            core::ptr::read_volatile(p.cast::<u32>())
+        }))
     }
 
     /// Writes `value` as a little-endian `u32` at `offset` with a volatile store.

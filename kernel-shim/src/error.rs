@@ -33,7 +33,11 @@ pub mod code {
     declare_err!(EBADMSG, 74, "Not a data message.");
     declare_err!(EOVERFLOW, 75, "Value too large for defined data type.");
     declare_err!(EMSGSIZE, 90, "Message too long.");
-    declare_err!(EOPNOTSUPP, 95, "Operation not supported on transport endpoint.");
+    declare_err!(
+        EOPNOTSUPP,
+        95,
+        "Operation not supported on transport endpoint."
+    );
     declare_err!(ETIMEDOUT, 110, "Connection timed out.");
 }
 

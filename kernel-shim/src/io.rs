@@ -57,7 +57,7 @@ impl<const SIZE: usize> IoRaw<SIZE> {
     /// volatile accesses for as long as the returned value (and any [`Io`] made from it)
     /// exists.
     pub unsafe fn new(addr: usize, maxsize: usize) -> Result<Self> {
-        if maxsize < SIZE || addr % 4 != 0 {
+        if maxsize < SIZE || !addr.is_multiple_of(4) {
             return Err(EINVAL);
         }
         // INVARIANT: checked above, and guaranteed by the caller.
@@ -102,7 +102,7 @@ impl<const SIZE: usize> Io<SIZE> {
 
     fn check(&self, offset: usize) -> Result<usize> {
         match offset.checked_add(4) {
-            Some(end) if end <= self.0.maxsize && offset % 4 == 0 => Ok(self.0.addr + offset),
+            Some(end) if end <= self.0.maxsize && offset.is_multiple_of(4) => Ok(self.0.addr + offset),
             _ => Err(EINVAL),
         }
     }
@@ -174,7 +174,8 @@ impl<const SIZE: usize> Io<SIZE> {
     #[track_caller]
     pub fn read32(&self, offset: usize) -> u32 {
         // PANIC: see the `# Panics` section; offsets never come from the device.
-        self.try_read32(offset).expect("MMIO read outside the region")
+        self.try_read32(offset)
+            .expect("MMIO read outside the region")
     }
 
     /// Writes the 32-bit register at `offset` (`writel`).

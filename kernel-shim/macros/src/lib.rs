@@ -36,9 +36,8 @@ pub fn kunit_tests(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 
     let mut out: Vec<TokenTree> = Vec::new();
-    let mut tokens = item.into_iter().peekable();
     let mut saw_mod = false;
-    while let Some(tt) = tokens.next() {
+    for tt in item {
         match &tt {
             TokenTree::Ident(i) if i.to_string() == "mod" => {
                 saw_mod = true;

@@ -6,14 +6,7 @@
 //! `# Subtest:` line per suite, a diagnostic line per failure) so that
 //! `tools/testing/kunit/kunit.py parse` reads it.
 
-use std::{
-    cell::RefCell,
-    format,
-    io::Write,
-    panic,
-    string::String,
-    vec::Vec,
-};
+use std::{cell::RefCell, format, io::Write, panic, string::String, vec::Vec};
 
 use crate::kunit::Suite;
 

@@ -38,7 +38,11 @@ fn bring_up() -> Result {
             ..Default::default()
         };
         let info = gsp.boot(bar, &sysinfo)?;
-        pr_info!("gsp: static info: pci id {:#010x}, bar1 {} MiB\n", info.pci_device_id, info.bar1_size >> 20);
+        pr_info!(
+            "gsp: static info: pci id {:#010x}, bar1 {} MiB\n",
+            info.pci_device_id,
+            info.bar1_size >> 20
+        );
 
         for len in [8usize, 4096, 200 * 1024] {
             let payload: std::vec::Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
@@ -61,12 +65,16 @@ fn bring_up() -> Result {
             }
         }
 
-        gsp.cmdq.send_command(bar, &UnloadingGuestDriver::default())?;
+        gsp.cmdq
+            .send_command(bar, &UnloadingGuestDriver::default())?;
         let reply = gsp.cmdq.receive_msg(Delta::from_secs(5))?;
         if reply.function != function::UNLOADING_GUEST_DRIVER || reply.rpc_result != fw::NV_OK {
             return Err(EIO);
         }
-        pr_info!("gsp: <- UNLOADING_GUEST_DRIVER acknowledged; {} doorbell writes\n", sim.doorbell_count());
+        pr_info!(
+            "gsp: <- UNLOADING_GUEST_DRIVER acknowledged; {} doorbell writes\n",
+            sim.doorbell_count()
+        );
         Ok(())
     })?;
     let stats = stats?;

@@ -33,7 +33,8 @@ pub mod tests {
 
     /// Returns a valid one-slot `UCODE_LIBOS_PRINT` element saying `text`.
     fn log_element(pair: &Pair, text: &[u8]) -> Result<KVec<u8>> {
-        pair.gsp.encode_element(function::UCODE_LIBOS_PRINT, 0, text, text.len())
+        pair.gsp
+            .encode_element(function::UCODE_LIBOS_PRINT, 0, text, text.len())
     }
 
     /// Edits the header of an encoded element and recomputes its checksum over the
@@ -80,7 +81,9 @@ pub mod tests {
     fn wrong_signature_is_eio() -> Result {
         let mut pair = Pair::new()?;
         let mut el = log_element(&pair, b"x")?;
-        edit(&mut el, 1, |h| h.rpc.signature = u32::from_le_bytes(*b"NOPE"));
+        edit(&mut el, 1, |h| {
+            h.rpc.signature = u32::from_le_bytes(*b"NOPE")
+        });
         expect_rejected(&mut pair, &el, 1, EIO)
     }
 
@@ -135,18 +138,23 @@ pub mod tests {
     #[test]
     fn write_pointer_outside_ring_is_eio_and_consumes_nothing() -> Result {
         let mut pair = Pair::new()?;
-        pair.view().write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 63)?;
+        pair.view()
+            .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 63)?;
         assert_eq!(pair.cmdq.receive_msg(SHORT).err(), Some(EIO));
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
-        pair.view().write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 0)?;
+        pair.view()
+            .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 0)?;
         next_valid_arrives(&mut pair)
     }
 
     #[test]
     fn read_pointer_outside_ring_fails_send_with_eio() -> Result {
         let mut pair = Pair::new()?;
-        pair.view().write32(GSPQ_OFFSET + MSGQ_READ_PTR_OFFSET, 99)?;
-        let r = pair.cmdq.send_rpc(pair.bar.bar(), function::NOP, b"x", SHORT);
+        pair.view()
+            .write32(GSPQ_OFFSET + MSGQ_READ_PTR_OFFSET, 99)?;
+        let r = pair
+            .cmdq
+            .send_rpc(pair.bar.bar(), function::NOP, b"x", SHORT);
         assert_eq!(r, Err(EIO));
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
         Ok(())
@@ -157,7 +165,10 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let el = pair.gsp.encode_element(0x0bad, 0, b"?", 1)?;
         pair.gsp.post_raw(&el, 1)?;
-        assert_eq!(pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(), Some(EINVAL));
+        assert_eq!(
+            pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(),
+            Some(EINVAL)
+        );
         next_valid_arrives(&mut pair)
     }
 
@@ -166,24 +177,34 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let el = log_element(&pair, b"not the one")?;
         pair.gsp.post_raw(&el, 1)?;
-        assert_eq!(pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(), Some(ERANGE));
+        assert_eq!(
+            pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(),
+            Some(ERANGE)
+        );
         next_valid_arrives(&mut pair)
     }
 
     #[test]
     fn nonzero_rpc_result_is_einval() -> Result {
         let mut pair = Pair::new()?;
-        let mut el = pair.gsp.encode_element(function::GSP_INIT_DONE, 0, &[0; 4], 4)?;
+        let mut el = pair
+            .gsp
+            .encode_element(function::GSP_INIT_DONE, 0, &[0; 4], 4)?;
         edit(&mut el, 4, |h| h.rpc.rpc_result = 0x1f);
         pair.gsp.post_raw(&el, 1)?;
-        assert_eq!(pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(), Some(EINVAL));
+        assert_eq!(
+            pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(),
+            Some(EINVAL)
+        );
         next_valid_arrives(&mut pair)
     }
 
     #[test]
     fn short_payload_of_typed_message_is_eio() -> Result {
         let mut pair = Pair::new()?;
-        let el = pair.gsp.encode_element(function::GSP_INIT_DONE, 0, &[0; 2], 2)?;
+        let el = pair
+            .gsp
+            .encode_element(function::GSP_INIT_DONE, 0, &[0; 2], 2)?;
         pair.gsp.post_raw(&el, 1)?;
         assert_eq!(pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(), Some(EIO));
         next_valid_arrives(&mut pair)
@@ -194,7 +215,9 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let mut big = KVec::new();
         big.resize(MAX_RPC_PAYLOAD + 1, 0u8, GFP_KERNEL)?;
-        let r = pair.cmdq.send_rpc(pair.bar.bar(), function::NOP, &big, SHORT);
+        let r = pair
+            .cmdq
+            .send_rpc(pair.bar.bar(), function::NOP, &big, SHORT);
         assert_eq!(r, Err(EMSGSIZE));
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
         Ok(())
@@ -203,7 +226,9 @@ pub mod tests {
     #[test]
     fn continuation_without_head_is_eio() -> Result {
         let mut pair = Pair::new()?;
-        let el = pair.gsp.encode_element(function::CONTINUATION_RECORD, 0, b"orphan", 6)?;
+        let el = pair
+            .gsp
+            .encode_element(function::CONTINUATION_RECORD, 0, b"orphan", 6)?;
         expect_rejected(&mut pair, &el, 1, EIO)
     }
 
@@ -211,7 +236,9 @@ pub mod tests {
     fn head_followed_by_other_function_is_eio() -> Result {
         let mut pair = Pair::new()?;
         let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 9)?;
-        let head = pair.gsp.encode_element(function::NOP, 5, &chunk, MAX_ELEMENT_PAYLOAD + 100)?;
+        let head = pair
+            .gsp
+            .encode_element(function::NOP, 5, &chunk, MAX_ELEMENT_PAYLOAD + 100)?;
         pair.gsp.post_raw(&head, 16)?;
         let intruder = log_element(&pair, b"intruder")?;
         pair.gsp.post_raw(&intruder, 1)?;
@@ -223,7 +250,9 @@ pub mod tests {
     fn head_whose_continuation_never_comes_times_out() -> Result {
         let mut pair = Pair::new()?;
         let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 9)?;
-        let head = pair.gsp.encode_element(function::NOP, 5, &chunk, MAX_ELEMENT_PAYLOAD + 100)?;
+        let head = pair
+            .gsp
+            .encode_element(function::NOP, 5, &chunk, MAX_ELEMENT_PAYLOAD + 100)?;
         pair.gsp.post_raw(&head, 16)?;
         assert_eq!(pair.cmdq.receive_msg(SHORT).err(), Some(ETIMEDOUT));
         next_valid_arrives(&mut pair)
@@ -236,7 +265,8 @@ pub mod tests {
         pair.gsp.post_raw(&el, 1)?;
         let msg = pair.cmdq.receive_msg(LONG)?;
         // The GSP scribbles over the slot after the driver consumed it.
-        pair.view().write_bytes(GSPQ_OFFSET + 0x1000 + 80, b"SCRIBBLED!!!!!!")?;
+        pair.view()
+            .write_bytes(GSPQ_OFFSET + 0x1000 + 80, b"SCRIBBLED!!!!!!")?;
         assert!(msg.payload[..] == b"validated bytes"[..]);
         Ok(())
     }

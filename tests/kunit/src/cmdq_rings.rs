@@ -82,7 +82,9 @@ pub mod tests {
         for _ in 0..MSGQ_NUM_PAGES - 1 {
             pair.cmdq.send_command(pair.bar.bar(), &Echo(&[7; 8]))?;
         }
-        let full = pair.cmdq.send_rpc(pair.bar.bar(), function::NOP, &[7; 8], SHORT);
+        let full = pair
+            .cmdq
+            .send_rpc(pair.bar.bar(), function::NOP, &[7; 8], SHORT);
         assert_eq!(full, Err(ETIMEDOUT));
         // The GSP consumes what it can and replies until `gspq` is full too.
         pair.gsp_run()?;
@@ -101,7 +103,8 @@ pub mod tests {
             }
         }
         assert_eq!(replies, MSGQ_NUM_PAGES - 1);
-        pair.cmdq.send_rpc(pair.bar.bar(), function::NOP, &[7; 8], SEND_TIMEOUT)?;
+        pair.cmdq
+            .send_rpc(pair.bar.bar(), function::NOP, &[7; 8], SEND_TIMEOUT)?;
         Ok(())
     }
 
@@ -146,7 +149,9 @@ pub mod tests {
         let mut pair = Pair::new()?;
         pair.gsp.set_log_every(2);
         for i in 0..4u32 {
-            let seq = pair.cmdq.send_command(pair.bar.bar(), &Echo(&i.to_le_bytes()))?;
+            let seq = pair
+                .cmdq
+                .send_command(pair.bar.bar(), &Echo(&i.to_le_bytes()))?;
             pair.gsp_run()?;
             let reply = pair.cmdq.receive_msg(LONG)?;
             assert_eq!((reply.function, reply.sequence), (function::NOP, seq));

@@ -85,7 +85,10 @@ pub mod tests {
         assert_eq!(checksum(&word), 0x1122_3344 ^ 0x5566_7788);
         // A short tail is zero-padded.
         assert_eq!(checksum(&[0xff]), 0xff);
-        assert_eq!(checksum(&[1, 2, 3, 4, 5, 6, 7, 8, 9]), checksum(&[1, 2, 3, 4, 5, 6, 7, 8]) ^ 9);
+        assert_eq!(
+            checksum(&[1, 2, 3, 4, 5, 6, 7, 8, 9]),
+            checksum(&[1, 2, 3, 4, 5, 6, 7, 8]) ^ 9
+        );
     }
 
     #[test]

@@ -42,9 +42,13 @@ pub mod tests {
             ..Default::default()
         };
         pair.cmdq.send_command(pair.bar.bar(), &info)?;
-        pair.cmdq.send_command(pair.bar.bar(), &SetRegistry::new(BOOT_REGISTRY)?)?;
+        pair.cmdq
+            .send_command(pair.bar.bar(), &SetRegistry::new(BOOT_REGISTRY)?)?;
         pair.gsp_run()?;
-        assert_eq!(pair.gsp.system_info().map(|i| i.gpu_phys_addr), Some(0xfd00_0000));
+        assert_eq!(
+            pair.gsp.system_info().map(|i| i.gpu_phys_addr),
+            Some(0xfd00_0000)
+        );
         assert_eq!(pair.gsp.registry_entries(), Some(3));
         let mut lines = 0;
         loop {
@@ -57,7 +61,8 @@ pub mod tests {
             break;
         }
         assert_eq!(lines, 3);
-        pair.cmdq.send_command(pair.bar.bar(), &GetGspStaticInfo::new())?;
+        pair.cmdq
+            .send_command(pair.bar.bar(), &GetGspStaticInfo::new())?;
         pair.gsp_run()?;
         let static_info: GspStaticConfigInfo = pair.cmdq.wait_for_msg(LONG)?;
         assert_eq!(static_info.gpu_name(), vgsp::GPU_NAME);
@@ -97,7 +102,8 @@ pub mod tests {
     #[test]
     fn unload_gets_empty_reply() -> Result {
         let mut pair = Pair::new()?;
-        pair.cmdq.send_command(pair.bar.bar(), &UnloadingGuestDriver::default())?;
+        pair.cmdq
+            .send_command(pair.bar.bar(), &UnloadingGuestDriver::default())?;
         pair.gsp_run()?;
         let reply = pair.cmdq.receive_msg(LONG)?;
         assert_eq!(reply.function, function::UNLOADING_GUEST_DRIVER);
@@ -125,7 +131,8 @@ pub mod tests {
     #[test]
     fn malformed_registry_gets_error_reply() -> Result {
         let mut pair = Pair::new()?;
-        pair.cmdq.send_rpc(pair.bar.bar(), function::SET_REGISTRY, &[1, 2, 3], LONG)?;
+        pair.cmdq
+            .send_rpc(pair.bar.bar(), function::SET_REGISTRY, &[1, 2, 3], LONG)?;
         pair.gsp_run()?;
         let reply = pair.cmdq.receive_msg(LONG)?;
         assert_eq!(reply.rpc_result, fw::NV_ERR_INVALID_ARGUMENT);

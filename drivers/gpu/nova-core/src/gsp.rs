@@ -81,7 +81,12 @@ impl Gsp {
             function::UCODE_LIBOS_PRINT | function::OS_ERROR_LOG => {
                 self.log_lines += 1;
                 let text = core::str::from_utf8(&msg.payload).unwrap_or("<binary>");
-                pr_info!("gsp: <- {} seq={}: {}\n", function::name(msg.function), msg.seq_num, text.trim_end());
+                pr_info!(
+                    "gsp: <- {} seq={}: {}\n",
+                    function::name(msg.function),
+                    msg.seq_num,
+                    text.trim_end()
+                );
                 true
             }
             _ => false,
@@ -130,7 +135,11 @@ impl Gsp {
         }
         self.send(bar, &GetGspStaticInfo::new())?;
         let info: GspStaticConfigInfo = self.wait_for(BOOT_TIMEOUT)?;
-        pr_info!("gsp: GPU \"{}\", {} MiB of frame buffer\n", info.gpu_name(), info.fb_length >> 20);
+        pr_info!(
+            "gsp: GPU \"{}\", {} MiB of frame buffer\n",
+            info.gpu_name(),
+            info.fb_length >> 20
+        );
         Ok(info)
     }
 }

@@ -259,7 +259,8 @@ impl<'a> Vgsp<'a> {
         // driver's read pointer is ordered by the `Full` in `cpu_read_ptr`, so `Write`
         // suffices. Pairs with the driver's `dma_mb(Read)` in `gsp_write_ptr`.
         dma_mb(Write);
-        self.mem.write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, wptr)?;
+        self.mem
+            .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, wptr)?;
         // INVARIANT: `wptr < MSGQ_NUM_PAGES` and is what was just stored.
         self.gsp_write_ptr = wptr;
         Ok(())
@@ -351,7 +352,8 @@ impl<'a> Vgsp<'a> {
             if asm.sequence != header.rpc.sequence || asm.payload.len() + chunk_len > asm.total {
                 return self.reject(asm.function, asm.sequence);
             }
-            asm.payload.extend_from_slice(&self.rx_buf[chunk_range], GFP_KERNEL)?;
+            asm.payload
+                .extend_from_slice(&self.rx_buf[chunk_range], GFP_KERNEL)?;
             if asm.payload.len() == asm.total {
                 return self.handle_command(asm.function, asm.sequence, asm.payload);
             }
@@ -473,7 +475,7 @@ impl<'a> Vgsp<'a> {
                 self.stats.replies += 1;
             }
         }
-        if self.log_every != 0 && self.stats.commands % self.log_every == 0 {
+        if self.log_every != 0 && self.stats.commands.is_multiple_of(self.log_every) {
             let mut line = KVec::new();
             let text = LogLine::commands(self.stats.commands);
             line.extend_from_slice(text.as_bytes(), GFP_KERNEL)?;
@@ -484,7 +486,11 @@ impl<'a> Vgsp<'a> {
 
     /// Queues the boot log and `GSP_INIT_DONE`.
     fn boot_done(&mut self) -> Result {
-        for text in ["vgsp: RM init start", "vgsp: message queues up", "vgsp: RM init done"] {
+        for text in [
+            "vgsp: RM init start",
+            "vgsp: message queues up",
+            "vgsp: RM init done",
+        ] {
             let mut line = KVec::new();
             line.extend_from_slice(text.as_bytes(), GFP_KERNEL)?;
             self.event(function::UCODE_LIBOS_PRINT, line)?;
@@ -504,7 +510,13 @@ impl<'a> Vgsp<'a> {
         self.queue(function, 0, fw::NV_OK, payload)
     }
 
-    fn queue(&mut self, function: u32, sequence: u32, rpc_result: u32, payload: KVec<u8>) -> Result {
+    fn queue(
+        &mut self,
+        function: u32,
+        sequence: u32,
+        rpc_result: u32,
+        payload: KVec<u8>,
+    ) -> Result {
         self.outbox.push(
             Outgoing {
                 function,
@@ -528,11 +540,23 @@ impl<'a> Vgsp<'a> {
     ///
     /// - `EMSGSIZE` if `payload` does not fit one element.
     /// - `ENOMEM` if the buffer cannot be had.
-    pub fn encode_element(&self, function: u32, sequence: u32, payload: &[u8], rpc_payload_len: usize) -> Result<KVec<u8>> {
+    pub fn encode_element(
+        &self,
+        function: u32,
+        sequence: u32,
+        payload: &[u8],
+        rpc_payload_len: usize,
+    ) -> Result<KVec<u8>> {
         if payload.len() > MAX_ELEMENT_PAYLOAD {
             return Err(EMSGSIZE);
         }
-        let mut header = GspMsgElement::new(self.tx_seq, function, sequence, payload.len(), rpc_payload_len);
+        let mut header = GspMsgElement::new(
+            self.tx_seq,
+            function,
+            sequence,
+            payload.len(),
+            rpc_payload_len,
+        );
         header.rpc.rpc_result = fw::NV_OK;
         header.rpc.rpc_result_private = fw::NV_OK;
         let mut sum = Checksum::default();
@@ -558,9 +582,11 @@ impl<'a> Vgsp<'a> {
             return Err(ENOSPC);
         }
         let mem = self.mem;
-        Self::ring_split(self.gsp_write_ptr as usize * GSP_PAGE_SIZE, bytes.len(), |off, r| {
-            mem.write_bytes(GSPQ_OFFSET + fw::slot_offset(0) + off, &bytes[r])
-        })?;
+        Self::ring_split(
+            self.gsp_write_ptr as usize * GSP_PAGE_SIZE,
+            bytes.len(),
+            |off, r| mem.write_bytes(GSPQ_OFFSET + fw::slot_offset(0) + off, &bytes[r]),
+        )?;
         self.advance_gsp_write_ptr(slots)?;
         self.tx_seq = self.tx_seq.wrapping_add(1);
         Ok(())
@@ -576,8 +602,16 @@ impl<'a> Vgsp<'a> {
         let (function, chunk_len, total) = {
             let out = &self.outbox[idx];
             let chunk_len = (out.payload.len() - out.sent).min(MAX_ELEMENT_PAYLOAD);
-            let function = if out.head_sent { function::CONTINUATION_RECORD } else { out.function };
-            let total = if out.head_sent { chunk_len } else { out.payload.len() };
+            let function = if out.head_sent {
+                function::CONTINUATION_RECORD
+            } else {
+                out.function
+            };
+            let total = if out.head_sent {
+                chunk_len
+            } else {
+                out.payload.len()
+            };
             (function, chunk_len, total)
         };
         if free < fw::elem_count_for(chunk_len) {
@@ -640,7 +674,10 @@ struct LogLine {
 
 impl LogLine {
     fn commands(n: u64) -> Self {
-        let mut line = Self { buf: [0; 64], len: 0 };
+        let mut line = Self {
+            buf: [0; 64],
+            len: 0,
+        };
         let _ = core::fmt::write(&mut line, format_args!("vgsp: {n} commands handled"));
         line
     }

@@ -46,8 +46,7 @@
 use kernel::{
     device::Device,
     dma::CoherentAllocation,
-    dma_read,
-    dma_write,
+    dma_read, dma_write,
     io::poll::read_poll_timeout,
     prelude::*,
     sync::barrier::{
@@ -213,8 +212,10 @@ impl DmaGspMem {
             // SAFETY: The slots written were acquired by `gsp_read_ptr` as free (the caller's
             // duty); the GSP does not read them until the write pointer publishes them.
             unsafe {
-                self.mem
-                    .write_raw(fw::CPUQ_OFFSET + fw::slot_offset(0) + ring_off, &bytes[range])
+                self.mem.write_raw(
+                    fw::CPUQ_OFFSET + fw::slot_offset(0) + ring_off,
+                    &bytes[range],
+                )
             }
         })
     }
@@ -229,8 +230,10 @@ impl DmaGspMem {
             // `gsp_write_ptr`) and are not handed back before `advance_cpu_read_ptr`. A
             // misbehaving GSP may still change them; every use is of this copy, checked.
             unsafe {
-                self.mem
-                    .read_raw(fw::GSPQ_OFFSET + fw::slot_offset(0) + ring_off, &mut dst[range])
+                self.mem.read_raw(
+                    fw::GSPQ_OFFSET + fw::slot_offset(0) + ring_off,
+                    &mut dst[range],
+                )
             }
         })
     }
@@ -372,7 +375,13 @@ impl Cmdq {
     /// - `EMSGSIZE` if `payload` exceeds [`MAX_RPC_PAYLOAD`].
     /// - `ETIMEDOUT` if the ring has no room for an element within `timeout`.
     /// - `EIO` if the GSP's read pointer is outside the ring.
-    pub fn send_rpc(&mut self, bar: &Bar0, function: u32, payload: &[u8], timeout: Delta) -> Result<u32> {
+    pub fn send_rpc(
+        &mut self,
+        bar: &Bar0,
+        function: u32,
+        payload: &[u8],
+        timeout: Delta,
+    ) -> Result<u32> {
         if payload.len() > MAX_RPC_PAYLOAD {
             return Err(EMSGSIZE);
         }
@@ -381,7 +390,14 @@ impl Cmdq {
         let head = chunks.next().unwrap_or(&[]);
         self.send_element(bar, function, sequence, head, payload.len(), timeout)?;
         for chunk in chunks {
-            self.send_element(bar, function::CONTINUATION_RECORD, sequence, chunk, chunk.len(), timeout)?;
+            self.send_element(
+                bar,
+                function::CONTINUATION_RECORD,
+                sequence,
+                chunk,
+                chunk.len(),
+                timeout,
+            )?;
         }
         self.rpc_seq = self.rpc_seq.wrapping_add(1);
         Ok(sequence)
@@ -397,7 +413,8 @@ impl Cmdq {
         rpc_payload_len: usize,
         timeout: Delta,
     ) -> Result {
-        let mut header = GspMsgElement::new(self.seq, function, sequence, chunk.len(), rpc_payload_len);
+        let mut header =
+            GspMsgElement::new(self.seq, function, sequence, chunk.len(), rpc_payload_len);
         let elem_count = header.elem_count;
         read_poll_timeout(
             || self.gsp_mem.gsp_read_ptr(),
@@ -414,7 +431,8 @@ impl Cmdq {
         header.check_sum = sum.fold();
 
         self.gsp_mem.write_element_bytes(0, header.as_bytes())?;
-        self.gsp_mem.write_element_bytes(ELEMENT_HEADER_SIZE, chunk)?;
+        self.gsp_mem
+            .write_element_bytes(ELEMENT_HEADER_SIZE, chunk)?;
         self.gsp_mem.advance_cpu_write_ptr(elem_count)?;
         self.seq = self.seq.wrapping_add(1);
 
@@ -508,7 +526,9 @@ impl Cmdq {
         let mut elem_count = head.header.elem_count;
 
         while payload.len() < total {
-            let left = timeout.as_nanos().saturating_sub(start.elapsed().as_nanos());
+            let left = timeout
+                .as_nanos()
+                .saturating_sub(start.elapsed().as_nanos());
             let available = self.wait_published(Delta::from_nanos(left.max(0)))?;
             let cont = self.receive_element(available)?;
             if cont.header.rpc.function != function::CONTINUATION_RECORD
@@ -556,7 +576,11 @@ impl Cmdq {
 /// As [`Cmdq::wait_for_msg`].
 pub fn check_function<M: MessageFromGsp>(msg: &GspMessage) -> Result {
     if msg.function != M::FUNCTION {
-        return Err(if is_known_function(msg.function) { ERANGE } else { EINVAL });
+        return Err(if is_known_function(msg.function) {
+            ERANGE
+        } else {
+            EINVAL
+        });
     }
     if msg.rpc_result != fw::NV_OK {
         return Err(EINVAL);

@@ -27,7 +27,9 @@ use crate::gsp::{
 /// `GSP_SET_SYSTEM_INFO`: tells the GSP where the GPU and its PCI config live
 /// (`GspSystemInfo`, the leading fields).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
 pub struct GspSetSystemInfo {
     /// BAR0 bus address.
     pub gpu_phys_addr: u64,
@@ -62,7 +64,9 @@ pub const REGISTRY_TABLE_ENTRY_TYPE_DWORD: u8 = 1;
 
 /// A packed registry entry (`PACKED_REGISTRY_ENTRY`).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
 pub struct PackedRegistryEntry {
     /// Offset of the NUL-terminated key from the start of the table.
     pub name_offset: u32,
@@ -80,7 +84,9 @@ const_assert_eq!(core::mem::size_of::<PackedRegistryEntry>(), 16);
 
 /// The header of a packed registry table (`PACKED_REGISTRY_TABLE`).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
 pub struct PackedRegistryTable {
     /// The size of the whole table, strings included.
     pub size: u32,
@@ -209,7 +215,9 @@ impl MessageFromGsp for GspStaticConfigInfo {
 
 /// `GSP_INIT_DONE`: the GSP finished booting (sent unasked).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
 pub struct GspInitDone {
     /// `NV_OK` on success.
     pub status: u32,
@@ -252,7 +260,9 @@ impl CommandToGsp for Echo<'_> {
 
 /// `UNLOADING_GUEST_DRIVER`: the driver is going away.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
 pub struct UnloadingGuestDriver {
     /// Whether the GPU goes into suspend.
     pub suspend: u8,

@@ -146,7 +146,9 @@ pub const RPC_HEADER_VERSION: RpcHeaderVersion = RpcHeaderVersion::new().with_ma
 
 /// The writer's header of a queue (`msgqTxHeader`).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
 pub struct MsgqTxHeader {
     /// Protocol version, [`MSGQ_VERSION`].
     pub version: u32,
@@ -188,7 +190,9 @@ impl MsgqTxHeader {
 
 /// The reader's header of a queue (`msgqRxHeader`).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
 pub struct MsgqRxHeader {
     /// The reader's pointer: the next slot it will consume.
     pub read_ptr: u32,
@@ -275,7 +279,9 @@ const_assert_eq!(MAX_ELEMENT_PAGES, 16);
 
 /// The RPC header (`rpc_message_header_v03_00`).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
 pub struct GspRpcHeader {
     /// [`RPC_HEADER_VERSION`].
     pub header_version: u32,
@@ -297,7 +303,9 @@ pub struct GspRpcHeader {
 
 /// The header of a queue element (`GSP_MSG_QUEUE_ELEMENT`) with its RPC header.
 #[repr(C, align(8))]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
 pub struct GspMsgElement {
     /// Zero (confidential computing only).
     pub auth_tag_buffer: [u8; 16],
@@ -330,7 +338,13 @@ impl GspMsgElement {
     ///
     /// Callers keep `chunk_len <= MAX_ELEMENT_PAYLOAD` and `rpc_payload_len <=
     /// MAX_RPC_PAYLOAD`.
-    pub fn new(seq_num: u32, function: u32, sequence: u32, chunk_len: usize, rpc_payload_len: usize) -> Self {
+    pub fn new(
+        seq_num: u32,
+        function: u32,
+        sequence: u32,
+        chunk_len: usize,
+        rpc_payload_len: usize,
+    ) -> Self {
         Self {
             seq_num,
             elem_count: elem_count_for(chunk_len),

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The host backend of the shim: errors, time, polling, MMIO, DMA views, the KTAP runner.
+
+use std::sync::atomic::{
+    AtomicUsize,
+    Ordering, //
+};
+
+use kernel::{
+    dma::DmaView,
+    error::Error,
+    host::SimBar,
+    io::poll::read_poll_timeout,
+    kunit::{
+        Case,
+        Suite, //
+    },
+    prelude::*,
+    sync::barrier::{
+        dma_mb,
+        mb,
+        smp_mb,
+        Full,
+        Read,
+        Write, //
+    },
+    time::{
+        Delta,
+        Instant, //
+    },
+};
+
+#[test]
+fn errors_carry_real_errno_values() {
+    assert_eq!(EIO.to_errno(), -5);
+    assert_eq!(EINVAL.to_errno(), -22);
+    assert_eq!(ERANGE.to_errno(), -34);
+    assert_eq!(EMSGSIZE.to_errno(), -90);
+    assert_eq!(ETIMEDOUT.to_errno(), -110);
+    assert_eq!(Error::from_errno(-110), ETIMEDOUT);
+    assert_eq!(Error::from_errno(-110).name(), Some("ETIMEDOUT"));
+    assert_eq!(Error::from_errno(5), EINVAL);
+    assert_eq!(Error::from_errno(-4000).to_errno(), -4000);
+    assert_eq!(std::format!("{:?}", EIO), "EIO");
+}
+
+#[test]
+fn every_barrier_flavour_executes() {
+    // ORDERING: none needed; this only checks that each instruction runs on this CPU.
+    dma_mb(Full);
+    // ORDERING: as above.
+    dma_mb(Read);
+    // ORDERING: as above.
+    dma_mb(Write);
+    // ORDERING: as above.
+    smp_mb(Full);
+    // ORDERING: as above.
+    smp_mb(Read);
+    // ORDERING: as above.
+    smp_mb(Write);
+    // ORDERING: as above.
+    mb(Full);
+    // ORDERING: as above.
+    mb(Read);
+    // ORDERING: as above.
+    mb(Write);
+}
+
+#[test]
+fn poll_times_out_with_etimedout_after_the_timeout() {
+    let start = Instant::now();
+    let r = read_poll_timeout(
+        || Ok(0u32),
+        |&v| v == 1,
+        Delta::from_micros(100),
+        Delta::from_millis(20),
+    );
+    assert_eq!(r, Err(ETIMEDOUT));
+    assert!(start.elapsed() >= Delta::from_millis(20));
+}
+
+#[test]
+fn poll_returns_the_first_accepted_value_and_op_errors_at_once() {
+    let calls = AtomicUsize::new(0);
+    let r = read_poll_timeout(
+        || Ok(calls.fetch_add(1, Ordering::Relaxed)),
+        |&v| v == 3,
+        Delta::ZERO,
+        Delta::from_secs(1),
+    );
+    assert_eq!(r, Ok(3));
+    let r: Result<u32> = read_poll_timeout(|| Err(EIO), |_| true, Delta::ZERO, Delta::from_secs(1));
+    assert_eq!(r, Err(EIO));
+}
+
+#[test]
+fn delta_converts_units() {
+    assert_eq!(Delta::from_millis(3).as_nanos(), 3_000_000);
+    assert_eq!(Delta::from_nanos(1001).as_micros_ceil(), 2);
+    assert_eq!(Delta::from_secs(i64::MAX).as_nanos(), i64::MAX);
+    assert!(Delta::ZERO.is_zero());
+}
+
+#[test]
+fn sim_bar_doorbell_counts_and_wakes() {
+    let bar = SimBar::<0x1000>::new(&[0x100]);
+    bar.io().write32(5, 0x200);
+    assert_eq!(bar.doorbell_count(), 0);
+    assert_eq!(bar.io().read32(0x200), 5);
+    let waiter = {
+        let bar = bar.clone();
+        std::thread::spawn(move || bar.wait_doorbell(0, std::time::Duration::from_secs(5)))
+    };
+    bar.io().write32(0, 0x100);
+    assert_eq!(waiter.join().unwrap(), 1);
+    assert_eq!(bar.io().try_read32(0x1000), Err(EINVAL));
+    assert_eq!(bar.io().try_write32(0, 0x102), Err(EINVAL));
+}
+
+#[test]
+fn dma_view_rejects_accesses_outside_or_unaligned() {
+    let mut mem = std::vec![0u64; 4];
+    // SAFETY: `mem` is 32 bytes, 8-byte aligned, and outlives the view.
+    let view = unsafe { DmaView::from_raw_parts(mem.as_mut_ptr().cast(), 32) };
+    view.write32(28, 0xdead_beef).unwrap();
+    assert_eq!(view.read32(28), Ok(0xdead_beef));
+    assert_eq!(view.read32(30), Err(EINVAL));
+    assert_eq!(view.read32(32), Err(EINVAL));
+    assert_eq!(view.write_bytes(30, &[0; 3]), Err(EINVAL));
+    assert_eq!(view.read_bytes(usize::MAX, &mut [0; 2]), Err(EINVAL));
+    assert_eq!(mem[3], 0xdead_beef_u64 << 32);
+}
+
+fn passes() {}
+
+fn fails_assertion() {
+    assert_eq!(1 + 1, 3, "arithmetic");
+}
+
+fn fails_with_errno() -> Result {
+    Err(ETIMEDOUT)
+}
+
+static MIXED: Suite = Suite {
+    name: "mixed",
+    cases: &[
+        Case {
+            name: "passes",
+            run: || {
+                passes();
+                Ok(())
+            },
+        },
+        Case {
+            name: "fails_assertion",
+            run: || {
+                fails_assertion();
+                Ok(())
+            },
+        },
+        Case {
+            name: "fails_with_errno",
+            run: fails_with_errno,
+        },
+    ],
+};
+
+#[test]
+fn ktap_runner_reports_failures_with_diagnostics() {
+    let mut out = std::vec::Vec::new();
+    let totals = kernel::host::kunit::run(&[&MIXED], &mut out).unwrap();
+    assert_eq!((totals.passed, totals.failed), (1, 2));
+    let text = std::string::String::from_utf8(out).unwrap();
+    let lines: std::vec::Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "KTAP version 1");
+    assert_eq!(lines[1], "1..1");
+    assert_eq!(lines[3], "    # Subtest: mixed");
+    assert_eq!(lines[4], "    1..3");
+    assert_eq!(lines[5], "    ok 1 passes");
+    assert!(lines[6].starts_with("    # fails_assertion: ASSERTION FAILED at "));
+    assert!(lines[6].contains("arithmetic"));
+    let not_ok_2 = lines
+        .iter()
+        .position(|l| *l == "    not ok 2 fails_assertion")
+        .unwrap();
+    assert!(lines[6..not_ok_2]
+        .iter()
+        .all(|l| l.starts_with("    # fails_assertion: ")));
+    assert_eq!(
+        lines[not_ok_2 + 1],
+        "    # fails_with_errno: returned ETIMEDOUT"
+    );
+    assert_eq!(lines[not_ok_2 + 2], "    not ok 3 fails_with_errno");
+    assert_eq!(lines[not_ok_2 + 3], "not ok 1 mixed");
+    assert_eq!(lines.len(), not_ok_2 + 4);
+}
