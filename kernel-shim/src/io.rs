@@ -102,7 +102,9 @@ impl<const SIZE: usize> Io<SIZE> {
 
     fn check(&self, offset: usize) -> Result<usize> {
         match offset.checked_add(4) {
-            Some(end) if end <= self.0.maxsize && offset.is_multiple_of(4) => Ok(self.0.addr + offset),
+            Some(end) if end <= self.0.maxsize && offset.is_multiple_of(4) => {
+                Ok(self.0.addr + offset)
+            }
             _ => Err(EINVAL),
         }
     }

@@ -11,7 +11,6 @@ pub mod tests {
         commands::GspInitDone,
         fw::{
             function,
-            Checksum,
             GspMsgElement,
             GSPQ_OFFSET,
             MAX_ELEMENT_PAYLOAD,
@@ -42,11 +41,7 @@ pub mod tests {
     fn edit(el: &mut [u8], payload_len: usize, f: impl FnOnce(&mut GspMsgElement)) {
         let (mut h, _) = GspMsgElement::read_from_prefix(el).unwrap();
         f(&mut h);
-        h.check_sum = 0;
-        let mut sum = Checksum::default();
-        sum.update(h.as_bytes());
-        sum.update(&el[80..80 + payload_len]);
-        h.check_sum = sum.fold();
+        h.seal(&el[80..80 + payload_len]);
         el[..80].copy_from_slice(h.as_bytes());
     }
 

@@ -50,7 +50,6 @@ use nova_core::gsp::{
     fw::{
         self,
         function,
-        Checksum,
         GspMsgElement,
         CPUQ_OFFSET,
         ELEMENT_HEADER_SIZE,
@@ -58,7 +57,6 @@ use nova_core::gsp::{
         GSP_PAGE_SIZE,
         MAX_ELEMENT_PAGES,
         MAX_ELEMENT_PAYLOAD,
-        MAX_RPC_PAYLOAD,
         MSGQ_NUM_PAGES,
         MSGQ_READ_PTR_OFFSET,
         MSGQ_WRITE_PTR_OFFSET, //
@@ -74,8 +72,6 @@ use zerocopy::{
 pub const GPU_NAME: &str = "NVIDIA vGSP virtual GPU";
 /// The frame buffer size the virtual GPU reports.
 pub const FB_LENGTH: u64 = 256 << 20;
-/// Bytes of one ring.
-const RING_BYTES: usize = MSGQ_NUM_PAGES as usize * GSP_PAGE_SIZE;
 
 /// What one [`Vgsp::step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -266,21 +262,6 @@ impl<'a> Vgsp<'a> {
         Ok(())
     }
 
-    /// Calls `f(ring_offset, range)` for the pieces of `len` bytes at ring byte `start`.
-    fn ring_split(
-        start: usize,
-        len: usize,
-        mut f: impl FnMut(usize, core::ops::Range<usize>) -> Result,
-    ) -> Result {
-        let start = start % RING_BYTES;
-        let first = len.min(RING_BYTES - start);
-        f(start, 0..first)?;
-        if first < len {
-            f(0, first..len)?;
-        }
-        Ok(())
-    }
-
     // The command side.
 
     /// Does one unit of work: sends one element of a pending message, or consumes one
@@ -365,7 +346,7 @@ impl<'a> Vgsp<'a> {
             // A new command arrived while continuations were due: the split one is lost.
             self.stats.malformed += 1;
         }
-        // PANIC: `copy_and_check` returned a header whose length is at least its size.
+        // `validate_element` checked that `rpc.length` covers the RPC header.
         let total = header.rpc_payload_len().unwrap_or(0);
         let mut payload = KVec::with_capacity(chunk_len, GFP_KERNEL)?;
         payload.extend_from_slice(&self.rx_buf[chunk_range], GFP_KERNEL)?;
@@ -384,7 +365,7 @@ impl<'a> Vgsp<'a> {
     fn read_cmd_bytes(&self, pos: usize, dst: &mut [u8]) -> Result {
         let start = self.gsp_read_ptr as usize * GSP_PAGE_SIZE + pos;
         let mem = self.mem;
-        Self::ring_split(start, dst.len(), |off, range| {
+        fw::for_each_ring_piece(start, dst.len(), |off, range| {
             mem.read_bytes(CPUQ_OFFSET + fw::slot_offset(0) + off, &mut dst[range])
         })
     }
@@ -396,30 +377,7 @@ impl<'a> Vgsp<'a> {
         let mut buf = core::mem::take(&mut self.rx_buf);
         let read = self.read_cmd_bytes(0, &mut buf[..len]);
         let result = read.and_then(|()| {
-            let (header, _) = GspMsgElement::read_from_prefix(&buf[..len]).map_err(|_| EIO)?;
-            if header.rpc.signature != fw::RPC_SIGNATURE
-                || fw::RpcHeaderVersion::from_bits(header.rpc.header_version).major()
-                    != fw::RPC_HEADER_VERSION.major()
-                || header.elem_count != elem_count
-            {
-                return Err(EIO);
-            }
-            let total = header.rpc_payload_len().ok_or(EIO)?;
-            let chunk_len = if total <= MAX_ELEMENT_PAYLOAD {
-                total
-            } else if header.rpc.function != function::CONTINUATION_RECORD
-                && elem_count == MAX_ELEMENT_PAGES
-                && total <= MAX_RPC_PAYLOAD
-            {
-                MAX_ELEMENT_PAYLOAD
-            } else {
-                return Err(EIO);
-            };
-            if fw::elem_count_for(chunk_len) != elem_count
-                || fw::checksum(&buf[..ELEMENT_HEADER_SIZE + chunk_len]) != 0
-            {
-                return Err(EIO);
-            }
+            let (header, chunk_len) = fw::validate_element(&buf, elem_count)?;
             if let Some(expected) = self.rx_seq {
                 if header.seq_num != expected {
                     return Err(EIO);
@@ -559,10 +517,7 @@ impl<'a> Vgsp<'a> {
         );
         header.rpc.rpc_result = fw::NV_OK;
         header.rpc.rpc_result_private = fw::NV_OK;
-        let mut sum = Checksum::default();
-        sum.update(header.as_bytes());
-        sum.update(payload);
-        header.check_sum = sum.fold();
+        header.seal(payload);
         let mut out = KVec::with_capacity(ELEMENT_HEADER_SIZE + payload.len(), GFP_KERNEL)?;
         out.extend_from_slice(header.as_bytes(), GFP_KERNEL)?;
         out.extend_from_slice(payload, GFP_KERNEL)?;
@@ -582,7 +537,7 @@ impl<'a> Vgsp<'a> {
             return Err(ENOSPC);
         }
         let mem = self.mem;
-        Self::ring_split(
+        fw::for_each_ring_piece(
             self.gsp_write_ptr as usize * GSP_PAGE_SIZE,
             bytes.len(),
             |off, r| mem.write_bytes(GSPQ_OFFSET + fw::slot_offset(0) + off, &bytes[r]),
@@ -623,18 +578,15 @@ impl<'a> Vgsp<'a> {
         let mut header = GspMsgElement::new(self.tx_seq, function, out.sequence, chunk_len, total);
         header.rpc.rpc_result = out.rpc_result;
         header.rpc.rpc_result_private = out.rpc_result;
-        let mut sum = Checksum::default();
-        sum.update(header.as_bytes());
-        sum.update(chunk);
-        header.check_sum = sum.fold();
+        header.seal(chunk);
 
         let start = self.gsp_write_ptr as usize * GSP_PAGE_SIZE;
         let mem = self.mem;
         let hdr = header.as_bytes();
-        Self::ring_split(start, hdr.len(), |off, r| {
+        fw::for_each_ring_piece(start, hdr.len(), |off, r| {
             mem.write_bytes(GSPQ_OFFSET + fw::slot_offset(0) + off, &hdr[r])
         })?;
-        Self::ring_split(start + ELEMENT_HEADER_SIZE, chunk.len(), |off, r| {
+        fw::for_each_ring_piece(start + ELEMENT_HEADER_SIZE, chunk.len(), |off, r| {
             mem.write_bytes(GSPQ_OFFSET + fw::slot_offset(0) + off, &chunk[r])
         })?;
         self.advance_gsp_write_ptr(header.elem_count)?;

@@ -60,16 +60,12 @@ use kernel::{
         Instant, //
     },
 };
-use zerocopy::{
-    FromBytes,
-    IntoBytes, //
-};
+use zerocopy::IntoBytes;
 
 use crate::gsp::{
     fw::{
         self,
         function,
-        Checksum,
         GspMem,
         GspMsgElement,
         MsgqTxHeader,
@@ -90,8 +86,6 @@ use crate::gsp::{
 pub const SEND_TIMEOUT: Delta = Delta::from_secs(1);
 /// How often the queues are polled.
 const POLL_INTERVAL: Delta = Delta::from_micros(1);
-/// Bytes of the ring (63 slots).
-const RING_BYTES: usize = MSGQ_NUM_PAGES as usize * GSP_PAGE_SIZE;
 
 /// The CPU's view of [`GspMem`]: the coherent allocation and the pointer accessors.
 ///
@@ -208,7 +202,7 @@ impl DmaGspMem {
     /// free, and `pos + bytes.len()` stays within them.
     fn write_element_bytes(&self, pos: usize, bytes: &[u8]) -> Result {
         let start = self.cpu_write_ptr as usize * GSP_PAGE_SIZE + pos;
-        ring_split(start, bytes.len(), |ring_off, range| {
+        fw::for_each_ring_piece(start, bytes.len(), |ring_off, range| {
             // SAFETY: The slots written were acquired by `gsp_read_ptr` as free (the caller's
             // duty); the GSP does not read them until the write pointer publishes them.
             unsafe {
@@ -225,7 +219,7 @@ impl DmaGspMem {
     fn read_element_bytes(&self, pos: usize, dst: &mut [u8]) -> Result {
         let start = self.cpu_read_ptr as usize * GSP_PAGE_SIZE + pos;
         let len = dst.len();
-        ring_split(start, len, |ring_off, range| {
+        fw::for_each_ring_piece(start, len, |ring_off, range| {
             // SAFETY: The slots read were published by the GSP (acquired by
             // `gsp_write_ptr`) and are not handed back before `advance_cpu_read_ptr`. A
             // misbehaving GSP may still change them; every use is of this copy, checked.
@@ -237,22 +231,6 @@ impl DmaGspMem {
             }
         })
     }
-}
-
-/// Calls `f(ring_offset, range_of_buffer)` for the one or two pieces that `len` bytes at
-/// ring byte `start` (which may be past the end) occupy.
-fn ring_split(
-    start: usize,
-    len: usize,
-    mut f: impl FnMut(usize, core::ops::Range<usize>) -> Result,
-) -> Result {
-    let start = start % RING_BYTES;
-    let first = len.min(RING_BYTES - start);
-    f(start, 0..first)?;
-    if first < len {
-        f(0, first..len)?;
-    }
-    Ok(())
 }
 
 /// A message received from the GSP, continuation records reassembled.
@@ -423,12 +401,7 @@ impl Cmdq {
             timeout,
         )?;
 
-        // The payload starts 8-byte aligned, so the checksum of the element is that of the
-        // header (with a zero checksum field) XOR that of the payload.
-        let mut sum = Checksum::default();
-        sum.update(header.as_bytes());
-        sum.update(chunk);
-        header.check_sum = sum.fold();
+        header.seal(chunk);
 
         self.gsp_mem.write_element_bytes(0, header.as_bytes())?;
         self.gsp_mem
@@ -477,30 +450,7 @@ impl Cmdq {
         self.gsp_mem.read_element_bytes(0, buf)?;
 
         // From here on only the copy is used.
-        let (header, _) = GspMsgElement::read_from_prefix(buf).map_err(|_| EIO)?;
-        if header.rpc.signature != fw::RPC_SIGNATURE
-            || fw::RpcHeaderVersion::from_bits(header.rpc.header_version).major()
-                != fw::RPC_HEADER_VERSION.major()
-            || header.elem_count != elem_count
-        {
-            return Err(EIO);
-        }
-        let rpc_payload_len = header.rpc_payload_len().ok_or(EIO)?;
-        let chunk_len = if rpc_payload_len <= MAX_ELEMENT_PAYLOAD {
-            rpc_payload_len
-        } else if header.rpc.function != function::CONTINUATION_RECORD
-            && elem_count == MAX_ELEMENT_PAGES
-        {
-            MAX_ELEMENT_PAYLOAD
-        } else {
-            return Err(EIO);
-        };
-        if fw::elem_count_for(chunk_len) != elem_count {
-            return Err(EIO);
-        }
-        if fw::checksum(&buf[..ELEMENT_HEADER_SIZE + chunk_len]) != 0 {
-            return Err(EIO);
-        }
+        let (header, chunk_len) = fw::validate_element(buf, elem_count)?;
         Ok(RxElement { header, chunk_len })
     }
 

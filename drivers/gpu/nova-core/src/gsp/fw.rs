@@ -37,6 +37,7 @@
 //! head alone how many bytes to reassemble.
 
 use bitfield_struct::bitfield;
+use kernel::prelude::*;
 use static_assertions::{
     assert_eq_size,
     const_assert,
@@ -363,12 +364,87 @@ impl GspMsgElement {
         }
     }
 
+    /// Sets `check_sum` so that the element made of this header and `chunk` XOR-folds to
+    /// zero. The payload starts 8-byte aligned, so the element's sum is the header's (with
+    /// a zero checksum field) XOR the payload's.
+    pub fn seal(&mut self, chunk: &[u8]) {
+        self.check_sum = 0;
+        let mut sum = Checksum::default();
+        sum.update(self.as_bytes());
+        sum.update(chunk);
+        self.check_sum = sum.fold();
+    }
+
     /// Returns the payload length of the whole RPC, from `rpc.length`.
     ///
     /// `None` if `rpc.length` is shorter than the RPC header.
     pub fn rpc_payload_len(&self) -> Option<usize> {
         (self.rpc.length as usize).checked_sub(RPC_HEADER_SIZE)
     }
+}
+
+/// Validates an element of `elem_count` slots copied out of a ring into `buf`; returns its
+/// header and the number of payload bytes it carries (which start at
+/// [`ELEMENT_HEADER_SIZE`]).
+///
+/// Checks, in order: the header's `elemCount` matches, the signature and header version,
+/// `rpc.length` covers the RPC header, the payload fits the slots exactly (a longer
+/// `rpc.length` only for a full non-continuation head of at most [`MAX_RPC_PAYLOAD`]),
+/// and the checksum.
+///
+/// # Errors
+///
+/// - `EIO` if any check fails or `buf` is shorter than `elem_count` slots.
+pub fn validate_element(buf: &[u8], elem_count: u32) -> Result<(GspMsgElement, usize)> {
+    let buf = buf.get(..elem_count as usize * GSP_PAGE_SIZE).ok_or(EIO)?;
+    let (header, _) = GspMsgElement::read_from_prefix(buf).map_err(|_| EIO)?;
+    if header.elem_count != elem_count
+        || header.rpc.signature != RPC_SIGNATURE
+        || RpcHeaderVersion::from_bits(header.rpc.header_version).major()
+            != RPC_HEADER_VERSION.major()
+    {
+        return Err(EIO);
+    }
+    let total = header.rpc_payload_len().ok_or(EIO)?;
+    let chunk_len = if total <= MAX_ELEMENT_PAYLOAD {
+        total
+    } else if header.rpc.function != function::CONTINUATION_RECORD
+        && elem_count == MAX_ELEMENT_PAGES
+        && total <= MAX_RPC_PAYLOAD
+    {
+        MAX_ELEMENT_PAYLOAD
+    } else {
+        return Err(EIO);
+    };
+    if elem_count_for(chunk_len) != elem_count
+        || checksum(&buf[..ELEMENT_HEADER_SIZE + chunk_len]) != 0
+    {
+        return Err(EIO);
+    }
+    Ok((header, chunk_len))
+}
+
+/// Bytes of one ring (63 slots).
+pub const RING_BYTES: usize = MSGQ_NUM_PAGES as usize * GSP_PAGE_SIZE;
+
+/// Calls `f(ring_offset, buffer_range)` for the one or two pieces that `len` bytes at ring
+/// byte `start` occupy: an element that runs past the last slot continues at slot 0.
+///
+/// # Errors
+///
+/// The first error `f` returns.
+pub fn for_each_ring_piece(
+    start: usize,
+    len: usize,
+    mut f: impl FnMut(usize, core::ops::Range<usize>) -> Result,
+) -> Result {
+    let start = start % RING_BYTES;
+    let first = len.min(RING_BYTES - start);
+    f(start, 0..first)?;
+    if first < len {
+        f(0, first..len)?;
+    }
+    Ok(())
 }
 
 /// Returns the number of slots an element carrying `payload_len` bytes occupies.

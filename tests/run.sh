@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The test command. Runs, in order, failing loudly at the first problem:
+#   1. style: rustfmt and clippy (-D warnings);
+#   2. host (x86_64): every cargo test of the workspace, the 100 000-command
+#      end-to-end test included;
+#   3. `cargo run --release`: the bring-up transcript and the KUnit suites as
+#      KTAP, which the kernel's own `tools/testing/kunit/kunit.py parse` must
+#      accept with every suite present and passing;
+#   4. no_std: the driver and the virtual GSP built for aarch64-unknown-none
+#      (core + alloc only) with Debian's rustc-web;
+#   5. aarch64: the same tests cross-built for aarch64-unknown-linux-gnu and run
+#      under qemu-aarch64, the barrier instructions checked in the binary, and
+#      the aarch64 KTAP through kunit.py.
+#
+# Options: --host-only skips 4 and 5.
+# It installs the Debian packages it needs when run as root, and caches the
+# kernel's KUnit tool under ${VGSP_CACHE:-~/.cache/vgsp}.
+
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+HOST_ONLY=0
+for arg in "$@"; do
+    case "$arg" in
+    --host-only) HOST_ONLY=1 ;;
+    *) echo "usage: tests/run.sh [--host-only]" >&2; exit 2 ;;
+    esac
+done
+
+CACHE=${VGSP_CACHE:-$HOME/.cache/vgsp}
+PASSED=0
+SUITES=(nova_core_gsp_fw nova_core_gsp_cmdq_rings nova_core_gsp_cmdq_errors vgsp_commands)
+
+step() { printf '\n==== [%4ds] %s\n' "$SECONDS" "$*"; }
+pass() { PASSED=$((PASSED + 1)); printf '==== [%4ds] ok: %s\n' "$SECONDS" "$*"; }
+fail() { printf '\nFAIL: %s\n' "$*" >&2; printf 'tests: %d passed, 1 failed\n' "$PASSED"; exit 1; }
+
+# Debian packages: the second rustc with the std source (for -Zbuild-std), its
+# linker, the aarch64 cross toolchain and qemu-user, and the kernel source
+# (for kunit.py).
+ensure_packages() {
+    local want=(rustc-web cargo-web rust-web-src lld-22 llvm-22 qemu-user
+        gcc-aarch64-linux-gnu libc6-dev-arm64-cross linux-source-6.12 python3 xz-utils)
+    ((HOST_ONLY)) && want=(linux-source-6.12 python3 xz-utils)
+    local need=() p
+    for p in "${want[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
+    done
+    ((${#need[@]} == 0)) && return 0
+    if [ "$(id -u)" != 0 ]; then
+        fail "missing Debian packages: ${need[*]}; install them with: sudo apt-get install ${need[*]}"
+    fi
+    step "installing ${need[*]}"
+    apt-get update -qq || fail "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null ||
+        fail "apt-get install ${need[*]} failed"
+}
+
+ensure_rust_components() {
+    cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt || fail "rustfmt missing"
+    cargo clippy --version >/dev/null 2>&1 || rustup component add clippy || fail "clippy missing"
+}
+
+# The kernel's KUnit parser, unpacked once from Debian's linux-source-6.12.
+kunit_py() {
+    local dir="$CACHE/linux-6.12-kunit"
+    if [ ! -f "$dir/tools/testing/kunit/kunit.py" ]; then
+        local tarball
+        tarball=$(ls /usr/src/linux-source-6.12*.tar.xz 2>/dev/null | head -n1)
+        [ -n "$tarball" ] || fail "no /usr/src/linux-source-6.12*.tar.xz; install linux-source-6.12"
+        step "unpacking tools/testing/kunit from $tarball (once)"
+        mkdir -p "$dir.tmp"
+        tar -xJf "$tarball" -C "$dir.tmp" --strip-components=1 --wildcards '*/tools/testing/kunit/*' ||
+            fail "cannot unpack kunit.py from $tarball"
+        rm -rf "$dir" && mv "$dir.tmp" "$dir"
+    fi
+    echo "$dir/tools/testing/kunit/kunit.py"
+}
+
+# Checks a KTAP file with kunit.py: exit status, every suite present, nothing failed.
+check_ktap() {
+    local ktap=$1 what=$2 out
+    out=$(python3 "$KUNIT_PY" parse "$(realpath "$ktap")" 2>&1) || { echo "$out" | tail -n 30; fail "kunit.py parse reports failures ($what)"; }
+    local s
+    for s in "${SUITES[@]}"; do
+        grep -q "\[PASSED\] $s " <<<"$out" || { echo "$out" | tail -n 30; fail "suite $s missing or not passing ($what)"; }
+    done
+    grep -E 'Testing complete' <<<"$out" || fail "kunit.py printed no verdict ($what)"
+    grep -qE 'failed|crashed|skipped' <<<"$(grep 'Testing complete' <<<"$out")" && fail "kunit.py: not all passed ($what)"
+    return 0
+}
+
+ensure_packages
+ensure_rust_components
+KUNIT_PY=$(kunit_py)
+mkdir -p target
+
+step "style: cargo fmt --check, cargo clippy -D warnings"
+cargo fmt --all -- --check || fail "cargo fmt: run 'cargo fmt --all'"
+cargo clippy --workspace --all-targets -- -D warnings || fail "clippy"
+cargo clippy -p nova-core -p vgsp -- -D warnings || fail "clippy (no_std driver alone)"
+pass "style"
+
+step "host x86_64: cargo test --workspace"
+cargo test --workspace || fail "host tests"
+pass "host tests"
+
+step "cargo run --release: bring-up transcript, then KTAP through kunit.py"
+cargo run --release >target/host.ktap || fail "cargo run --release exited non-zero"
+check_ktap target/host.ktap "host x86_64"
+pass "bring-up and KTAP (x86_64)"
+
+if ((HOST_ONLY)); then
+    printf '\ntests: %d passed, 0 failed (host only)\n' "$PASSED"
+    exit 0
+fi
+
+# Debian's rustc-web has the std source that -Zbuild-std needs; rustup's does not.
+DEB=(env PATH="/usr/bin:$PATH" RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTC_BOOTSTRAP=1)
+[ -x /usr/bin/rustc ] || fail "/usr/bin/rustc missing; install rustc-web"
+
+step "no_std: nova-core and vgsp for aarch64-unknown-none (core + alloc only)"
+"${DEB[@]}" cargo build --release --target aarch64-unknown-none -Zbuild-std=core,alloc \
+    -p nova-core -p vgsp --target-dir target/none || fail "no_std build"
+pass "no_std build"
+
+step "aarch64: cross-build the tests (-Zbuild-std) and run them under qemu-aarch64"
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
+A64=(--target aarch64-unknown-linux-gnu -Zbuild-std=std,panic_unwind --target-dir target/aarch64)
+"${DEB[@]}" cargo test "${A64[@]}" --workspace --no-run || fail "aarch64 build"
+"${DEB[@]}" cargo test "${A64[@]}" --workspace || fail "aarch64 tests under qemu-aarch64"
+pass "aarch64 tests under qemu-aarch64"
+
+step "aarch64: the dma barriers are the kernel's instructions"
+bin=$(find target/aarch64/aarch64-unknown-linux-gnu/debug/deps -name 'e2e-*' -type f -executable | head -n1)
+[ -n "$bin" ] || fail "no aarch64 e2e binary"
+dis=$(llvm-objdump-22 -d "$bin") || fail "llvm-objdump-22 failed"
+for insn in 'dmb[[:space:]]+osh$' 'dmb[[:space:]]+oshld$' 'dmb[[:space:]]+oshst$'; do
+    grep -qE "$insn" <<<"$dis" || fail "no '$insn' in $bin"
+done
+grep -cE 'dmb[[:space:]]+osh' <<<"$dis" | sed 's/^/dmb osh* instructions: /'
+pass "aarch64 barrier instructions"
+
+step "aarch64: KTAP of the suites under qemu-aarch64 through kunit.py"
+qemu-aarch64 -L /usr/aarch64-linux-gnu target/aarch64/aarch64-unknown-linux-gnu/debug/vgsp-host \
+    >target/aarch64.ktap || fail "vgsp-host under qemu-aarch64 exited non-zero"
+check_ktap target/aarch64.ktap "aarch64"
+pass "bring-up and KTAP (aarch64)"
+
+printf '\ntests: %d passed, 0 failed\n' "$PASSED"
