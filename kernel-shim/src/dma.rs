@@ -110,6 +110,8 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
         // SAFETY: `layout` has a non-zero size, checked above.
         let ptr = unsafe { alloc_crate::alloc::alloc_zeroed(layout) };
         let cpu_addr = NonNull::new(ptr.cast::<T>()).ok_or(ENOMEM)?;
+        #[cfg(loom)]
+        crate::model::register(ptr as usize, size);
         // INVARIANT: freshly allocated with `layout`, zeroed, and `T: FromBytes` makes zero
         // a valid value.
         Ok(Self {
@@ -169,7 +171,16 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
     ///
     /// `field` must point to a properly aligned field inside this allocation.
     #[doc(hidden)]
+    #[track_caller]
     pub unsafe fn field_read<F: FromBytes>(&self, field: *const F) -> F {
+        #[cfg(loom)]
+        if core::mem::size_of::<F>() == 4 {
+            // SAFETY: `field` is a valid aligned 4-byte field (the caller's contract), and
+            // `F: FromBytes` is valid for the bits of the `u32` read back.
+            return unsafe {
+                core::mem::transmute_copy(&crate::model::load_word(field.cast::<u32>()))
+            };
+        }
         // SAFETY: The caller guarantees `field` is valid and aligned; `F: FromBytes` makes
         // any value the device left there valid.
         unsafe { core::ptr::read_volatile(field) }
@@ -181,7 +192,16 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
     ///
     /// `field` must point to a properly aligned field inside this allocation.
     #[doc(hidden)]
+    #[track_caller]
     pub unsafe fn field_write<F: AsBytes>(&self, field: *mut F, val: F) {
+        #[cfg(loom)]
+        if core::mem::size_of::<F>() == 4 {
+            // SAFETY: `field` is a valid aligned 4-byte field (the caller's contract), and
+            // `F: AsBytes` has no padding, so its bits are a `u32`.
+            return unsafe {
+                crate::model::store_word(field.cast::<u32>(), core::mem::transmute_copy(&val))
+            };
+        }
         // SAFETY: The caller guarantees `field` is valid and aligned.
         unsafe { core::ptr::write_volatile(field, val) }
     }
@@ -207,11 +227,12 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
     /// The sharing protocol must keep the device from writing these bytes during the
     /// copy (the caller has acquired them), or the caller must not rely on their values
     /// beyond checking them.
+    #[track_caller]
     pub unsafe fn read_raw(&self, offset: usize, dst: &mut [u8]) -> Result {
         let src = self.byte_range(offset, dst.len())?;
         // SAFETY: `src` is valid for `dst.len()` bytes (checked above) and cannot overlap
         // `dst`, which the caller borrowed from elsewhere.
-        unsafe { core::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), dst.len()) };
+        unsafe { copy_in(src, dst.as_mut_ptr(), dst.len()) };
         Ok(())
     }
 
@@ -225,11 +246,12 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
     ///
     /// The sharing protocol must give these bytes to the CPU for writing: the device
     /// neither reads nor writes them until the caller publishes them.
+    #[track_caller]
     pub unsafe fn write_raw(&self, offset: usize, src: &[u8]) -> Result {
         let dst = self.byte_range(offset, src.len())?;
         // SAFETY: `dst` is valid for `src.len()` bytes (checked above) and cannot overlap
         // `src`, which the caller borrowed from elsewhere.
-        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
+        unsafe { copy_out(src.as_ptr(), dst, src.len()) };
         Ok(())
     }
 
@@ -244,6 +266,8 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
 
 impl<T: AsBytes + FromBytes> Drop for CoherentAllocation<T> {
     fn drop(&mut self) {
+        #[cfg(loom)]
+        crate::model::unregister(self.cpu_addr.as_ptr() as usize);
         // SAFETY: By the type invariant the memory was allocated with `self.layout`.
         unsafe { alloc_crate::alloc::dealloc(self.cpu_addr.as_ptr().cast(), self.layout) };
     }
@@ -315,12 +339,11 @@ impl<'a> DmaView<'a> {
     /// # Errors
     ///
     /// - `EINVAL` if the word is unaligned or outside the view.
+    #[track_caller]
     pub fn read32(&self, offset: usize) -> Result<u32> {
         let p = self.range(offset, 4, 4)?;
         // SAFETY: `p` is aligned and inside the view (checked above).
-        Ok(u32::from_le(unsafe {
-            core::ptr::read_volatile(p.cast::<u32>())
-        }))
+        Ok(u32::from_le(unsafe { load_u32(p.cast::<u32>()) }))
     }
 
     /// Writes `value` as a little-endian `u32` at `offset` with a volatile store.
@@ -328,10 +351,11 @@ impl<'a> DmaView<'a> {
     /// # Errors
     ///
     /// - `EINVAL` if the word is unaligned or outside the view.
+    #[track_caller]
     pub fn write32(&self, offset: usize, value: u32) -> Result {
         let p = self.range(offset, 4, 4)?;
         // SAFETY: `p` is aligned and inside the view (checked above).
-        unsafe { core::ptr::write_volatile(p.cast::<u32>(), value.to_le()) };
+        unsafe { store_u32(p.cast::<u32>(), value.to_le()) };
         Ok(())
     }
 
@@ -340,12 +364,13 @@ impl<'a> DmaView<'a> {
     /// # Errors
     ///
     /// - `EINVAL` if the range leaves the view.
+    #[track_caller]
     pub fn read_bytes(&self, offset: usize, dst: &mut [u8]) -> Result {
         let p = self.range(offset, dst.len(), 1)?;
         // SAFETY: `p` is valid for `dst.len()` bytes (checked above); `dst` is a distinct
         // borrow. Concurrent writes by the other agent can only change the values read,
         // which callers validate.
-        unsafe { core::ptr::copy_nonoverlapping(p, dst.as_mut_ptr(), dst.len()) };
+        unsafe { copy_in(p, dst.as_mut_ptr(), dst.len()) };
         Ok(())
     }
 
@@ -354,12 +379,93 @@ impl<'a> DmaView<'a> {
     /// # Errors
     ///
     /// - `EINVAL` if the range leaves the view.
+    #[track_caller]
     pub fn write_bytes(&self, offset: usize, src: &[u8]) -> Result {
         let p = self.range(offset, src.len(), 1)?;
         // SAFETY: `p` is valid for `src.len()` bytes (checked above); `src` is a distinct
         // borrow.
-        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
+        unsafe { copy_out(src.as_ptr(), p, src.len()) };
         Ok(())
+    }
+}
+
+/// Copies `len` bytes out of shared memory at `src`.
+///
+/// # Safety
+///
+/// Both ranges must be valid for `len` bytes and must not overlap.
+#[track_caller]
+#[inline(always)]
+unsafe fn copy_in(src: *const u8, dst: *mut u8, len: usize) {
+    #[cfg(loom)]
+    // SAFETY: The caller's contract.
+    unsafe {
+        crate::model::load_bytes(src, dst, len)
+    }
+    #[cfg(not(loom))]
+    // SAFETY: The caller's contract.
+    unsafe {
+        core::ptr::copy_nonoverlapping(src, dst, len)
+    }
+}
+
+/// Copies `len` bytes into shared memory at `dst`.
+///
+/// # Safety
+///
+/// Both ranges must be valid for `len` bytes and must not overlap.
+#[track_caller]
+#[inline(always)]
+unsafe fn copy_out(src: *const u8, dst: *mut u8, len: usize) {
+    #[cfg(loom)]
+    // SAFETY: The caller's contract.
+    unsafe {
+        crate::model::store_bytes(src, dst, len)
+    }
+    #[cfg(not(loom))]
+    // SAFETY: The caller's contract.
+    unsafe {
+        core::ptr::copy_nonoverlapping(src, dst, len)
+    }
+}
+
+/// Loads a shared 32-bit word.
+///
+/// # Safety
+///
+/// `p` must be valid and aligned for a 32-bit read.
+#[track_caller]
+#[inline(always)]
+unsafe fn load_u32(p: *const u32) -> u32 {
+    #[cfg(loom)]
+    // SAFETY: The caller's contract.
+    unsafe {
+        crate::model::load_word(p)
+    }
+    #[cfg(not(loom))]
+    // SAFETY: The caller's contract.
+    unsafe {
+        core::ptr::read_volatile(p)
+    }
+}
+
+/// Stores a shared 32-bit word.
+///
+/// # Safety
+///
+/// `p` must be valid and aligned for a 32-bit write.
+#[track_caller]
+#[inline(always)]
+unsafe fn store_u32(p: *mut u32, value: u32) {
+    #[cfg(loom)]
+    // SAFETY: The caller's contract.
+    unsafe {
+        crate::model::store_word(p, value)
+    }
+    #[cfg(not(loom))]
+    // SAFETY: The caller's contract.
+    unsafe {
+        core::ptr::write_volatile(p, value)
     }
 }
 

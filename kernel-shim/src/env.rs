@@ -6,10 +6,13 @@
 //! `no_std` and freestanding, and the embedding provides the functions below by name,
 //! the way the kernel provides `ktime_get`, `fsleep` and `_printk` to its `kernel` crate.
 
-#[cfg(feature = "host")]
+#[cfg(loom)]
+pub(crate) use crate::model::env::*;
+
+#[cfg(all(feature = "host", not(loom)))]
 pub(crate) use crate::host::env::*;
 
-#[cfg(not(feature = "host"))]
+#[cfg(not(any(feature = "host", loom)))]
 mod freestanding {
     extern "Rust" {
         fn kernel_shim_ktime_get_ns() -> u64;
@@ -36,5 +39,5 @@ mod freestanding {
     }
 }
 
-#[cfg(not(feature = "host"))]
+#[cfg(not(any(feature = "host", loom)))]
 pub(crate) use freestanding::*;

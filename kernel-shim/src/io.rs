@@ -25,7 +25,7 @@ use crate::{
 };
 
 /// Something that observes writes to an MMIO region, as the device behind it would.
-#[cfg(feature = "host")]
+#[cfg(any(feature = "host", loom))]
 pub trait MmioWriteObserver: Send + Sync {
     /// Called after `value` was stored at `offset`.
     fn written(&self, offset: usize, value: u32);
@@ -40,7 +40,7 @@ pub trait MmioWriteObserver: Send + Sync {
 pub struct IoRaw<const SIZE: usize = 0> {
     addr: usize,
     maxsize: usize,
-    #[cfg(feature = "host")]
+    #[cfg(any(feature = "host", loom))]
     observer: Option<alloc_crate::sync::Arc<dyn MmioWriteObserver>>,
 }
 
@@ -64,13 +64,13 @@ impl<const SIZE: usize> IoRaw<SIZE> {
         Ok(Self {
             addr,
             maxsize,
-            #[cfg(feature = "host")]
+            #[cfg(any(feature = "host", loom))]
             observer: None,
         })
     }
 
     /// Attaches the simulated device that observes writes to the region.
-    #[cfg(feature = "host")]
+    #[cfg(any(feature = "host", loom))]
     pub fn with_observer(
         mut self,
         observer: alloc_crate::sync::Arc<dyn MmioWriteObserver>,
@@ -146,7 +146,7 @@ impl<const SIZE: usize> Io<SIZE> {
         // SAFETY: By the type invariant and the check above, `addr` is an aligned address
         // inside a live mapping valid for volatile 32-bit accesses.
         unsafe { core::ptr::write_volatile(addr as *mut u32, value) };
-        #[cfg(feature = "host")]
+        #[cfg(any(feature = "host", loom))]
         if let Some(observer) = &self.0.observer {
             observer.written(offset, value);
         }

@@ -10,12 +10,15 @@
 //! - the environment (time, sleeping, the simulated BAR0, the KTAP runner): the `host`
 //!   feature selects the host backend built on `std` ([`host`]); without it the crate is
 //!   `no_std` and the environment functions are provided by the embedding
-//!   ([`env`]), as the kernel provides them to its own `kernel` crate.
+//!   ([`env`]), as the kernel provides them to its own `kernel` crate;
+//! - under `--cfg loom`, the model backend ([`model`]): loom atomics, fences and cells
+//!   for the shared memory, a virtual clock, and a trace of every shared access for the
+//!   DMA contract checker.
 
 #![no_std]
 
 extern crate alloc as alloc_crate;
-#[cfg(feature = "host")]
+#[cfg(any(feature = "host", loom))]
 extern crate std;
 
 pub mod alloc;
@@ -27,6 +30,8 @@ pub mod error;
 pub mod host;
 pub mod io;
 pub mod kunit;
+#[cfg(loom)]
+pub mod model;
 pub mod prelude;
 pub mod print;
 pub mod sync;

@@ -22,6 +22,9 @@ mod private {
 /// A barrier flavour. Sealed: the flavours are [`Full`], [`Read`] and [`Write`].
 pub trait MemoryBarrier: private::Sealed {
     #[doc(hidden)]
+    #[cfg(loom)]
+    const FLAVOUR: crate::model::Flavour;
+    #[doc(hidden)]
     fn dma();
     #[doc(hidden)]
     fn smp();
@@ -48,8 +51,11 @@ impl private::Sealed for Write {}
 /// Emits one barrier instruction (or none) as an `asm!` block that is also a compiler
 /// barrier.
 macro_rules! define_barrier {
-    ($flavour:ty, dma: $dma:literal, smp: $smp:literal, mb: $mb:literal) => {
+    ($flavour:ident, dma: $dma:literal, smp: $smp:literal, mb: $mb:literal) => {
         impl MemoryBarrier for $flavour {
+            #[cfg(loom)]
+            const FLAVOUR: crate::model::Flavour = crate::model::Flavour::$flavour;
+
             #[inline(always)]
             fn dma() {
                 // SAFETY: The instruction only orders memory accesses; it reads and writes no
@@ -95,9 +101,18 @@ define_barrier!(Write, dma: "", smp: "", mb: "sfence");
 compile_error!("kernel::sync::barrier: no barrier instructions for this architecture");
 
 /// A DMA memory barrier: orders accesses as a bus-mastering device sees them.
+#[cfg(not(loom))]
 #[inline(always)]
 pub fn dma_mb<T: MemoryBarrier>(_: T) {
     T::dma()
+}
+
+/// A DMA memory barrier, under the model: a loom fence, recorded and mutable by the
+/// caller's source location ([`crate::model`]).
+#[cfg(loom)]
+#[track_caller]
+pub fn dma_mb<T: MemoryBarrier>(_: T) {
+    crate::model::barrier(T::FLAVOUR)
 }
 
 /// An SMP memory barrier: orders accesses as other CPUs see them.

@@ -1,0 +1,591 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The model backend (`--cfg loom`): the shim under the loom model checker, recording
+//! every shared-memory event for the Linux DMA contract checker.
+//!
+//! With `RUSTFLAGS="--cfg loom"` the *unchanged* driver and virtual GSP run on loom
+//! threads, and everything they share goes through here:
+//!
+//! - 32-bit words of a coherent region (the ring pointers, read and written with
+//!   `dma_read!`/`dma_write!` or [`crate::dma::DmaView::read32`]/`write32`) are loom
+//!   atomics, accessed relaxed, created on first use with the value in memory.
+//! - Bulk bytes (ring slots: headers and payloads) are tracked per 4 KiB page with a
+//!   loom `UnsafeCell`, so loom reports any two accesses of a page by the two agents
+//!   that are not ordered by synchronisation. Each store of a page bumps its version.
+//! - `dma_mb(Full)`, `dma_mb(Read)`, `dma_mb(Write)` become loom fences: `SeqCst`,
+//!   `Acquire`, `Release`. (C11 fences are stronger than Linux's `dma_rmb`/`dma_wmb`;
+//!   the contract checker covers the difference.)
+//! - Time is virtual: `fsleep` advances the clock and yields to the other loom
+//!   thread, so polling loops are finite and explorable.
+//! - A [`ModelBar`]'s doorbell writes increment a loom atomic the GSP thread waits on.
+//!
+//! Every load, store and barrier is appended to a trace with the agent that did it
+//! ([`set_agent`]) and the source location of the access or barrier (`#[track_caller]`
+//! through the accessors), which [`take_trace`] hands to the checker.
+//!
+//! # Mutations
+//!
+//! The barriers can be mutated at run time, by source location, for mutation testing:
+//! deleted, weakened, or moved before/after a neighbouring shared access. Mutations
+//! come from [`set_mutations`] or from the `VGSP_MUTANT` environment variable, a
+//! comma-separated list of `FILE:LINE:OP` with `OP` one of `delete`, `weaken-read`,
+//! `weaken-write`, `before-FLAVOUR:FILE:LINE`, `after-FLAVOUR:FILE:LINE` (the barrier
+//! at `FILE:LINE` is removed and a barrier of `FLAVOUR` runs just before/after the
+//! access at the second location).
+
+use std::{
+    cell::Cell,
+    collections::HashMap,
+    format,
+    panic::Location,
+    string::{
+        String,
+        ToString, //
+    },
+    sync::{
+        Arc,
+        Mutex,
+        MutexGuard, //
+    },
+    vec::Vec,
+};
+
+use loom::sync::atomic::{
+    fence,
+    AtomicU32,
+    AtomicU64,
+    Ordering, //
+};
+
+use crate::io::{
+    IoRaw,
+    MmioWriteObserver, //
+};
+
+/// A barrier flavour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Flavour {
+    /// Orders everything.
+    Full,
+    /// Orders loads against loads.
+    Read,
+    /// Orders stores against stores.
+    Write,
+}
+
+/// Who performed an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Agent {
+    /// The CPU (nova-core).
+    Driver,
+    /// The GSP firmware (vgsp).
+    Gsp,
+}
+
+/// A modelled location, relative to the start of its coherent region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Loc {
+    /// The 32-bit word at this byte offset.
+    Word(usize),
+    /// The 4 KiB page with this index (bulk data).
+    Page(usize),
+}
+
+/// What happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A load that returned `value` (a word's value, or a page's version).
+    Load {
+        /// Where.
+        loc: Loc,
+        /// What it returned.
+        value: u64,
+    },
+    /// A store of `value` (a word's value, or the page's new version).
+    Store {
+        /// Where.
+        loc: Loc,
+        /// What it stored.
+        value: u64,
+    },
+    /// A barrier.
+    Fence(Flavour),
+}
+
+/// One event of the trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Event {
+    /// Who.
+    pub agent: Agent,
+    /// What.
+    pub kind: Kind,
+    /// The source line of the access or barrier.
+    pub site: &'static Location<'static>,
+}
+
+/// What to do to the barrier at one source line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MutationOp {
+    /// Remove it.
+    Delete,
+    /// Replace its flavour.
+    Weaken(Flavour),
+    /// Remove it and run a barrier of this flavour just before the access at `site`.
+    MoveBefore(Flavour, Site),
+    /// Remove it and run a barrier of this flavour just after the access at `site`.
+    MoveAfter(Flavour, Site),
+}
+
+/// A source line: a file path as the compiler names it, and a line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    /// The file.
+    pub file: String,
+    /// The line.
+    pub line: u32,
+}
+
+impl Site {
+    fn is(&self, loc: &Location<'_>) -> bool {
+        self.line == loc.line() && self.file == loc.file()
+    }
+}
+
+/// A mutation of one barrier.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mutation {
+    /// The barrier's line.
+    pub barrier: Site,
+    /// What to do to it.
+    pub op: MutationOp,
+}
+
+fn parse_flavour(s: &str) -> Option<Flavour> {
+    match s {
+        "full" => Some(Flavour::Full),
+        "read" => Some(Flavour::Read),
+        "write" => Some(Flavour::Write),
+        _ => None,
+    }
+}
+
+fn parse_site(s: &str) -> Option<Site> {
+    let (file, line) = s.rsplit_once(':')?;
+    Some(Site {
+        file: file.to_string(),
+        line: line.parse().ok()?,
+    })
+}
+
+impl Mutation {
+    /// Parses `FILE:LINE:OP` (see the module documentation).
+    pub fn parse(spec: &str) -> Option<Self> {
+        let mut parts = spec.splitn(3, ':');
+        let file = parts.next()?;
+        let line = parts.next()?.parse().ok()?;
+        let op = parts.next()?;
+        let op = match op {
+            "delete" => MutationOp::Delete,
+            "weaken-read" => MutationOp::Weaken(Flavour::Read),
+            "weaken-write" => MutationOp::Weaken(Flavour::Write),
+            _ => {
+                let (how, site) = op.split_once(':')?;
+                let (dir, flavour) = how.split_once('-')?;
+                let flavour = parse_flavour(flavour)?;
+                let site = parse_site(site)?;
+                match dir {
+                    "before" => MutationOp::MoveBefore(flavour, site),
+                    "after" => MutationOp::MoveAfter(flavour, site),
+                    _ => return None,
+                }
+            }
+        };
+        Some(Self {
+            barrier: Site {
+                file: file.to_string(),
+                line,
+            },
+            op,
+        })
+    }
+}
+
+struct State {
+    trace: Vec<Event>,
+    forced: Option<Vec<Mutation>>,
+    active: Option<Arc<Vec<Mutation>>>,
+    regions: Vec<Arc<Region>>,
+    clock_ns: u64,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    trace: Vec::new(),
+    forced: None,
+    active: None,
+    regions: Vec::new(),
+    clock_ns: 0,
+});
+
+fn state() -> MutexGuard<'static, State> {
+    // A panicking loom thread (a detected race) poisons nothing we cannot reuse.
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+std::thread_local! {
+    static AGENT: Cell<Agent> = const { Cell::new(Agent::Driver) };
+}
+
+/// Labels the events of the calling thread as `agent`'s.
+pub fn set_agent(agent: Agent) {
+    AGENT.with(|a| a.set(agent));
+}
+
+/// Returns the agent of the calling thread.
+pub fn agent() -> Agent {
+    AGENT.with(|a| a.get())
+}
+
+/// Starts a new execution: clears the trace and the clock. Call at the start of every
+/// loom iteration.
+pub fn reset() {
+    let active = Arc::new(match state().forced.clone() {
+        Some(m) => m,
+        None => env_mutations(),
+    });
+    let mut s = state();
+    s.trace.clear();
+    s.clock_ns = 0;
+    s.active = Some(active);
+    drop(s);
+    set_agent(Agent::Driver);
+}
+
+/// Takes the trace of the current execution.
+pub fn take_trace() -> Vec<Event> {
+    core::mem::take(&mut state().trace)
+}
+
+/// Replaces the barrier mutations in force from the next [`reset`] on (`None`: those of
+/// `VGSP_MUTANT`).
+pub fn set_mutations(mutations: Option<Vec<Mutation>>) {
+    state().forced = mutations;
+}
+
+/// Parses `VGSP_MUTANT`.
+///
+/// # Panics
+///
+/// If `VGSP_MUTANT` cannot be parsed: a mutation run must not silently test nothing.
+fn env_mutations() -> Vec<Mutation> {
+    match std::env::var("VGSP_MUTANT") {
+        Ok(spec) if !spec.is_empty() => spec
+            .split(',')
+            .map(|m| Mutation::parse(m).unwrap_or_else(|| panic!("bad VGSP_MUTANT entry {m:?}")))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Returns the mutations in force in this execution.
+fn mutations() -> Arc<Vec<Mutation>> {
+    let mut s = state();
+    if s.active.is_none() {
+        let forced = s.forced.clone();
+        drop(s);
+        let active = Arc::new(forced.unwrap_or_else(env_mutations));
+        s = state();
+        s.active = Some(active);
+    }
+    s.active.clone().unwrap_or_default()
+}
+
+fn record(kind: Kind, site: &'static Location<'static>) {
+    let agent = agent();
+    state().trace.push(Event { agent, kind, site });
+}
+
+fn do_fence(f: Flavour, site: &'static Location<'static>) {
+    record(Kind::Fence(f), site);
+    fence(match f {
+        Flavour::Full => Ordering::SeqCst,
+        Flavour::Read => Ordering::Acquire,
+        Flavour::Write => Ordering::Release,
+    });
+}
+
+/// Executes the barrier `f` written at the caller's location, as mutated.
+#[track_caller]
+pub fn barrier(f: Flavour) {
+    let site = Location::caller();
+    let mutations = mutations();
+    let mutation = mutations.iter().find(|m| m.barrier.is(site));
+    match mutation.map(|m| &m.op) {
+        None => do_fence(f, site),
+        Some(MutationOp::Delete | MutationOp::MoveBefore(..) | MutationOp::MoveAfter(..)) => {}
+        Some(MutationOp::Weaken(g)) => do_fence(*g, site),
+    }
+}
+
+/// Runs the barriers moved to just before (`after == false`) or after the access at
+/// `site`.
+fn moved_barriers(site: &'static Location<'static>, after: bool) {
+    for m in mutations().iter() {
+        match m.op {
+            MutationOp::MoveBefore(f, ref at) if !after && at.is(site) => do_fence(f, site),
+            MutationOp::MoveAfter(f, ref at) if after && at.is(site) => do_fence(f, site),
+            _ => {}
+        }
+    }
+}
+
+/// A coherent region under the model.
+struct Region {
+    base: usize,
+    len: usize,
+    words: Mutex<HashMap<usize, Arc<AtomicU32>>>,
+    pages: Mutex<HashMap<usize, (Arc<loom::cell::UnsafeCell<()>>, u64)>>,
+}
+
+/// Registers `len` bytes at `base` as a modelled coherent region.
+pub(crate) fn register(base: usize, len: usize) {
+    state().regions.push(Arc::new(Region {
+        base,
+        len,
+        words: Mutex::new(HashMap::new()),
+        pages: Mutex::new(HashMap::new()),
+    }));
+}
+
+/// Forgets the region at `base`.
+pub(crate) fn unregister(base: usize) {
+    state().regions.retain(|r| r.base != base);
+}
+
+fn find(addr: usize) -> Option<(Arc<Region>, usize)> {
+    state()
+        .regions
+        .iter()
+        .find(|r| addr >= r.base && addr < r.base + r.len)
+        .map(|r| (r.clone(), addr - r.base))
+}
+
+fn word(region: &Region, off: usize, ptr: *const u32) -> Arc<AtomicU32> {
+    let mut words = region.words.lock().unwrap_or_else(|e| e.into_inner());
+    words
+        .entry(off)
+        .or_insert_with(|| {
+            // SAFETY: `ptr` is a valid aligned word of the region (the caller's contract).
+            Arc::new(AtomicU32::new(unsafe { core::ptr::read_volatile(ptr) }))
+        })
+        .clone()
+}
+
+/// Loads the word at `ptr` (relaxed), recording it.
+///
+/// # Safety
+///
+/// `ptr` must be valid and aligned for a 32-bit read.
+#[track_caller]
+pub(crate) unsafe fn load_word(ptr: *const u32) -> u32 {
+    let site = Location::caller();
+    let Some((region, off)) = find(ptr as usize) else {
+        // SAFETY: The caller's contract.
+        return unsafe { core::ptr::read_volatile(ptr) };
+    };
+    moved_barriers(site, false);
+    let value = word(&region, off, ptr).load(Ordering::Relaxed);
+    record(
+        Kind::Load {
+            loc: Loc::Word(off),
+            value: value.into(),
+        },
+        site,
+    );
+    moved_barriers(site, true);
+    value
+}
+
+/// Stores `value` to the word at `ptr` (relaxed), recording it.
+///
+/// # Safety
+///
+/// `ptr` must be valid and aligned for a 32-bit write.
+#[track_caller]
+pub(crate) unsafe fn store_word(ptr: *mut u32, value: u32) {
+    let site = Location::caller();
+    // SAFETY: The caller's contract; the memory copy keeps plain readers in step.
+    unsafe { core::ptr::write_volatile(ptr, value) };
+    let Some((region, off)) = find(ptr as usize) else {
+        return;
+    };
+    moved_barriers(site, false);
+    word(&region, off, ptr).store(value, Ordering::Relaxed);
+    record(
+        Kind::Store {
+            loc: Loc::Word(off),
+            value: value.into(),
+        },
+        site,
+    );
+    moved_barriers(site, true);
+}
+
+fn pages_of(off: usize, len: usize) -> core::ops::Range<usize> {
+    let first = off / 4096;
+    let last = (off + len.max(1) - 1) / 4096;
+    first..last + 1
+}
+
+/// Copies `len` bytes from `src` to `dst`, the `src` side being modelled memory.
+///
+/// # Safety
+///
+/// Both ranges must be valid for `len` bytes and not overlap.
+#[track_caller]
+pub(crate) unsafe fn load_bytes(src: *const u8, dst: *mut u8, len: usize) {
+    let site = Location::caller();
+    if let Some((region, off)) = find(src as usize) {
+        for page in pages_of(off, len) {
+            let (cell, version) = {
+                let mut pages = region.pages.lock().unwrap_or_else(|e| e.into_inner());
+                let entry = pages
+                    .entry(page)
+                    .or_insert_with(|| (Arc::new(loom::cell::UnsafeCell::new(())), 0));
+                (entry.0.clone(), entry.1)
+            };
+            // Loom checks that this read is ordered after the page's last write.
+            cell.with(|_| ());
+            record(
+                Kind::Load {
+                    loc: Loc::Page(page),
+                    value: version,
+                },
+                site,
+            );
+        }
+    }
+    // SAFETY: The caller's contract.
+    unsafe { core::ptr::copy_nonoverlapping(src, dst, len) };
+}
+
+/// Copies `len` bytes from `src` to `dst`, the `dst` side being modelled memory.
+///
+/// # Safety
+///
+/// Both ranges must be valid for `len` bytes and not overlap.
+#[track_caller]
+pub(crate) unsafe fn store_bytes(src: *const u8, dst: *mut u8, len: usize) {
+    let site = Location::caller();
+    if let Some((region, off)) = find(dst as usize) {
+        for page in pages_of(off, len) {
+            let (cell, version) = {
+                let mut pages = region.pages.lock().unwrap_or_else(|e| e.into_inner());
+                let entry = pages
+                    .entry(page)
+                    .or_insert_with(|| (Arc::new(loom::cell::UnsafeCell::new(())), 0));
+                entry.1 += 1;
+                (entry.0.clone(), entry.1)
+            };
+            // Loom checks that this write is ordered after every earlier access.
+            cell.with_mut(|_| ());
+            record(
+                Kind::Store {
+                    loc: Loc::Page(page),
+                    value: version,
+                },
+                site,
+            );
+        }
+    }
+    // SAFETY: The caller's contract.
+    unsafe { core::ptr::copy_nonoverlapping(src, dst, len) };
+}
+
+/// The environment functions under the model: a virtual clock.
+pub(crate) mod env {
+    /// Returns the virtual time.
+    pub(crate) fn ktime_get_ns() -> u64 {
+        super::state().clock_ns
+    }
+
+    /// Advances the virtual clock and lets the other loom thread run.
+    pub(crate) fn fsleep_ns(ns: u64) {
+        {
+            let mut s = super::state();
+            s.clock_ns = s.clock_ns.saturating_add(ns);
+        }
+        loom::thread::yield_now();
+    }
+
+    pub(crate) fn printk(level: &str, args: core::fmt::Arguments<'_>) {
+        if std::env::var_os("VGSP_DEBUG").is_some() {
+            std::eprintln!("[{level}] {args}");
+        }
+    }
+}
+
+struct Bells {
+    offsets: Vec<usize>,
+    rings: AtomicU64,
+}
+
+impl MmioWriteObserver for Bells {
+    fn written(&self, offset: usize, _value: u32) {
+        if self.offsets.contains(&offset) {
+            self.rings.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A BAR whose doorbell writes are a loom-visible event.
+pub struct ModelBar<const SIZE: usize> {
+    _regs: Vec<u32>,
+    bells: Arc<Bells>,
+    raw: IoRaw<SIZE>,
+}
+
+impl<const SIZE: usize> ModelBar<SIZE> {
+    /// Creates a BAR whose registers at `doorbells` count writes.
+    pub fn new(doorbells: &[usize]) -> Self {
+        let regs = std::vec![0u32; SIZE / 4];
+        let bells = Arc::new(Bells {
+            offsets: doorbells.to_vec(),
+            rings: AtomicU64::new(0),
+        });
+        // SAFETY: `regs` is `SIZE` bytes, aligned, and lives as long as `raw` (both owned
+        // by the `ModelBar`; a `Vec`'s buffer does not move with it).
+        let raw = unsafe { IoRaw::new(regs.as_ptr() as usize, SIZE) }
+            .unwrap_or_else(|_| unreachable!("ModelBar layout"))
+            .with_observer(bells.clone());
+        Self {
+            _regs: regs,
+            bells,
+            raw,
+        }
+    }
+
+    /// Returns the MMIO region.
+    pub fn io(&self) -> &crate::io::Io<SIZE> {
+        crate::io::Io::from_raw(&self.raw)
+    }
+
+    /// Returns the number of doorbell writes so far (relaxed: the doorbell carries no
+    /// ordering; the GSP acquires the write pointer itself).
+    pub fn doorbell_count(&self) -> u64 {
+        self.bells.rings.load(Ordering::Relaxed)
+    }
+}
+
+/// Describes an event for reports: `driver store Word(0x1010)=3 at file:line`.
+pub fn describe(e: &Event) -> String {
+    let who = match e.agent {
+        Agent::Driver => "driver",
+        Agent::Gsp => "gsp",
+    };
+    let what = match e.kind {
+        Kind::Load { loc, value } => format!("load {loc:?}={value}"),
+        Kind::Store { loc, value } => format!("store {loc:?}={value}"),
+        Kind::Fence(f) => format!("dma_mb({f:?})"),
+    };
+    format!("{who} {what} at {}:{}", e.site.file(), e.site.line())
+}

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An axiomatic model of the Linux DMA barrier contract, in the style of herd.
+//!
+//! # The model
+//!
+//! A program is, per agent, a sequence of events in program order (po): loads and
+//! stores of locations, and barriers of flavour `Full`, `Read` or `Write`. An execution
+//! adds, for every load, the store it reads from (rf, or the initial value), and per
+//! location a total coherence order of the stores (co). From-read is
+//! `fr = rf⁻¹ ; co` (a load is before every store co-after the one it read).
+//!
+//! Preserved program order (ppo) of one agent: for events `a` po-before `b`,
+//! - `a` and `b` access the same location; or
+//! - a barrier between them orders them: `Full` orders every pair, `Read` orders
+//!   load→load, `Write` orders store→store (Documentation/memory-barriers.txt; arm64's
+//!   `dmb oshld` also orders load→store, but the contract does not promise it);
+//! - nothing else: no address, data or control dependency is honoured, and there is
+//!   no acquire/release annotation on accesses (the code's accessors are relaxed
+//!   accesses next to explicit barriers).
+//!
+//! An execution is *allowed* iff `ppo ∪ rfe ∪ co ∪ fr` is acyclic, where rfe is rf
+//! between different agents (a store may be seen early by its own agent, as through a
+//! store buffer). This is multi-copy atomic, which arm64 is, and which the DMA
+//! contract assumes for a coherent device.
+//!
+//! # The question asked
+//!
+//! A trace is one execution that happened (recorded by the model backend). Its control
+//! flow depends on what the *pointer* loads returned, so those keep their values. Each
+//! *data* load (a page of a ring) is then asked in turn: is there an allowed execution
+//! in which it reads from a different store of that page (an older version: the pointer
+//! was seen before the data it publishes; or a newer one: the slot was overwritten while
+//! still being read)? If so, the barriers do not protect that access.
+//!
+//! # Assumptions, stated
+//!
+//! - The device (GSP) is a coherent observer that itself obeys the same contract; DMA
+//!   and the CPU see one coherent memory (no caches to flush, no IOMMU reordering).
+//! - Accesses of one word are single-copy atomic; data pages are tracked as wholes (an
+//!   element owns whole slots, so a page is never shared between live elements).
+//! - Data loads are varied one at a time: an execution that needs two data loads to
+//!   change at once to be allowed, while neither alone is, is not searched for.
+//! - MMIO (the doorbell) is outside the model: the GSP does not rely on it for ordering.
+//! - The kernel's own herd7 model does not cover DMA; this one is this project's.
+
+use std::{collections::HashMap, fmt, string::String, vec::Vec};
+
+/// A barrier flavour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Flavour {
+    /// Orders every pair.
+    Full,
+    /// Orders load→load.
+    Read,
+    /// Orders store→store.
+    Write,
+}
+
+/// An event's operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// A load of `loc` that returned `value`.
+    Load {
+        /// The location.
+        loc: u64,
+        /// The value returned.
+        value: u64,
+    },
+    /// A store of `value` to `loc`.
+    Store {
+        /// The location.
+        loc: u64,
+        /// The value stored.
+        value: u64,
+    },
+    /// A barrier.
+    Fence(Flavour),
+}
+
+/// One event.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Event {
+    /// The agent (thread) that performed it.
+    pub agent: u8,
+    /// What it did.
+    pub op: Op,
+    /// Whether it is a data access (varied by [`find_violation`]); pointer accesses
+    /// are not.
+    pub data: bool,
+    /// A description for reports.
+    pub what: String,
+}
+
+impl Event {
+    fn loc(&self) -> Option<u64> {
+        match self.op {
+            Op::Load { loc, .. } | Op::Store { loc, .. } => Some(loc),
+            Op::Fence(_) => None,
+        }
+    }
+
+    fn is_load(&self) -> bool {
+        matches!(self.op, Op::Load { .. })
+    }
+
+    fn is_store(&self) -> bool {
+        matches!(self.op, Op::Store { .. })
+    }
+}
+
+/// A way the barriers fail to protect a data access.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// The data load.
+    pub load: String,
+    /// What it actually read from.
+    pub actual: String,
+    /// What it could read from in an allowed execution.
+    pub could_read: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} read from {}, but an execution allowed by the DMA contract lets it read from {}",
+            self.load, self.actual, self.could_read
+        )
+    }
+}
+
+/// The source of a load: a store's index, or the initial value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Src {
+    Init,
+    Store(usize),
+}
+
+/// Which accesses a barrier flavour orders.
+type Orders = fn(&Event) -> bool;
+
+/// An execution graph over the events of a trace.
+///
+/// ppo is represented through the barrier events themselves, so the graph stays linear
+/// in the trace: each access has an edge to the next barrier of each flavour that orders
+/// it, each barrier to the next barrier of its flavour and to the accesses it orders
+/// before that one, and each access to its agent's next access of the same location.
+/// A path between two accesses of one agent then exists exactly when a chain of ppo
+/// edges does, which is all acyclicity needs.
+struct Graph<'a> {
+    events: &'a [Event],
+    /// Edges of ppo (through barrier nodes) and co.
+    base: Vec<Vec<usize>>,
+    /// Per location, the stores in coherence order.
+    co: HashMap<u64, Vec<usize>>,
+}
+
+impl<'a> Graph<'a> {
+    fn new(events: &'a [Event]) -> Self {
+        let n = events.len();
+        let mut base: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut co: HashMap<u64, Vec<usize>> = HashMap::new();
+        for (i, e) in events.iter().enumerate() {
+            if let (true, Some(loc)) = (e.is_store(), e.loc()) {
+                co.entry(loc).or_default().push(i);
+            }
+        }
+        for stores in co.values() {
+            for w in stores.windows(2) {
+                base[w[0]].push(w[1]);
+            }
+        }
+
+        let mut agents: Vec<u8> = events.iter().map(|e| e.agent).collect();
+        agents.sort_unstable();
+        agents.dedup();
+        for agent in agents {
+            let po: Vec<usize> = (0..n).filter(|&i| events[i].agent == agent).collect();
+            // Which accesses a barrier of each flavour orders.
+            let chains: [(Flavour, Orders); 3] = [
+                (Flavour::Full, |e| e.loc().is_some()),
+                (Flavour::Read, Event::is_load),
+                (Flavour::Write, Event::is_store),
+            ];
+            for (flavour, orders) in chains {
+                let mut last_fence: Option<usize> = None;
+                let mut pending: Vec<usize> = Vec::new();
+                for &i in &po {
+                    match events[i].op {
+                        Op::Fence(f) if f == flavour => {
+                            for &a in &pending {
+                                base[a].push(i);
+                            }
+                            pending.clear();
+                            if let Some(prev) = last_fence {
+                                base[prev].push(i);
+                            }
+                            last_fence = Some(i);
+                        }
+                        _ if orders(&events[i]) => {
+                            if let Some(f) = last_fence {
+                                base[f].push(i);
+                            }
+                            pending.push(i);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            let mut last_at: HashMap<u64, usize> = HashMap::new();
+            for &i in &po {
+                if let Some(loc) = events[i].loc() {
+                    if let Some(prev) = last_at.insert(loc, i) {
+                        base[prev].push(i);
+                    }
+                }
+            }
+        }
+        Self { events, base, co }
+    }
+
+    /// The source the recorded value implies: the latest store of that location with
+    /// that value before the load in the trace, else any store with that value (a litmus
+    /// test lists its threads one after the other), else the initial value.
+    fn recorded_src(&self, load: usize) -> Src {
+        let Op::Load { loc, value } = self.events[load].op else {
+            return Src::Init;
+        };
+        let stores = self.co.get(&loc).map(Vec::as_slice).unwrap_or(&[]);
+        let same =
+            |s: &&usize| matches!(self.events[**s].op, Op::Store { value: v, .. } if v == value);
+        stores
+            .iter()
+            .rev()
+            .filter(|s| **s < load)
+            .find(same)
+            .or_else(|| stores.iter().find(same))
+            .map_or(Src::Init, |&s| Src::Store(s))
+    }
+
+    /// Whether `ppo ∪ rfe ∪ co ∪ fr` is acyclic with the sources `src`.
+    fn allowed(&self, src: &HashMap<usize, Src>) -> bool {
+        let mut adj = self.base.clone();
+        for (&load, &s) in src {
+            let Some(loc) = self.events[load].loc() else {
+                continue;
+            };
+            let stores = self.co.get(&loc).map(Vec::as_slice).unwrap_or(&[]);
+            // rfe
+            if let Src::Store(w) = s {
+                if self.events[w].agent != self.events[load].agent {
+                    adj[w].push(load);
+                }
+            }
+            // fr: to the first store co-after the source (co covers the rest).
+            let next = match s {
+                Src::Init => stores.first(),
+                Src::Store(w) => stores.iter().skip_while(|&&x| x != w).nth(1),
+            };
+            if let Some(&next) = next {
+                adj[load].push(next);
+            }
+        }
+        !has_cycle(&adj)
+    }
+}
+
+fn has_cycle(adj: &[Vec<usize>]) -> bool {
+    // Iterative DFS with colours: 0 white, 1 grey, 2 black.
+    let mut colour = vec![0u8; adj.len()];
+    for root in 0..adj.len() {
+        if colour[root] != 0 {
+            continue;
+        }
+        let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
+        colour[root] = 1;
+        while let Some(&mut (v, ref mut i)) = stack.last_mut() {
+            if *i < adj[v].len() {
+                let w = adj[v][*i];
+                *i += 1;
+                match colour[w] {
+                    0 => {
+                        colour[w] = 1;
+                        stack.push((w, 0));
+                    }
+                    1 => return true,
+                    _ => {}
+                }
+            } else {
+                colour[v] = 2;
+                stack.pop();
+            }
+        }
+    }
+    false
+}
+
+/// Returns whether the execution in which every load read the value it recorded is
+/// allowed by the contract (the litmus question).
+pub fn allowed(events: &[Event]) -> bool {
+    let g = Graph::new(events);
+    let src = (0..events.len())
+        .filter(|&i| events[i].is_load())
+        .map(|i| (i, g.recorded_src(i)))
+        .collect();
+    g.allowed(&src)
+}
+
+fn describe(events: &[Event], s: Src) -> String {
+    match s {
+        Src::Init => String::from("the initial value"),
+        Src::Store(w) => events[w].what.clone(),
+    }
+}
+
+/// Searches for a data load that an allowed execution lets read from another store
+/// (see the module documentation).
+///
+/// # Errors
+///
+/// `Err(description)` if the recorded execution itself is not allowed (the trace
+/// breaks the model's assumptions).
+pub fn find_violation(events: &[Event]) -> Result<Option<Violation>, String> {
+    let g = Graph::new(events);
+    let base: HashMap<usize, Src> = (0..events.len())
+        .filter(|&i| events[i].is_load())
+        .map(|i| (i, g.recorded_src(i)))
+        .collect();
+    if !g.allowed(&base) {
+        return Err(String::from(
+            "the recorded execution is not allowed by the model",
+        ));
+    }
+    for (&load, &actual) in &base {
+        if !events[load].data {
+            continue;
+        }
+        let Some(loc) = events[load].loc() else {
+            continue;
+        };
+        let stores = g.co.get(&loc).map(Vec::as_slice).unwrap_or(&[]);
+        let alternatives = core::iter::once(Src::Init).chain(stores.iter().map(|&w| Src::Store(w)));
+        for alt in alternatives {
+            if alt == actual {
+                continue;
+            }
+            let mut src = base.clone();
+            src.insert(load, alt);
+            if g.allowed(&src) {
+                return Ok(Some(Violation {
+                    load: events[load].what.clone(),
+                    actual: describe(events, actual),
+                    could_read: describe(events, alt),
+                }));
+            }
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The ordering proof of the command queue.
+//!
+//! - [`contract`]: an axiomatic checker of the Linux DMA barrier contract (what loom,
+//!   which explores C11, cannot see), with its own litmus tests.
+//! - `scenarios` (under `--cfg loom`): the unchanged driver and virtual GSP as two loom
+//!   threads over the model backend of the `kernel` shim, each execution's trace then
+//!   decided by the contract checker.
+//!
+//! Run with `RUSTFLAGS="--cfg loom" cargo test -p vgsp-model --release`; the mutation
+//! tool (`cargo xtask ordering-mutants`) runs the same scenarios once per barrier
+//! mutant.
+
+pub mod contract;
+#[cfg(loom)]
+pub mod scenarios;

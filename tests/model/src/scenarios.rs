@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The unchanged driver and virtual GSP as two loom threads.
+//!
+//! Each scenario runs under [`loom::model`]: the driver on the main thread, the GSP on
+//! a second one, woken by the model BAR's doorbell. Loom explores the interleavings and
+//! the weak-memory outcomes of C11 (with `dma_mb` as fences) and reports any page of a
+//! ring accessed by both agents without synchronisation; every distinct execution's
+//! trace then goes to the [`crate::contract`] checker, which decides the same code
+//! against Linux's weaker barrier contract.
+//!
+//! A scenario may start with a warm-up: round trips done on the main thread before the
+//! GSP thread starts, which move the ring pointers (so a later element wraps the ring end
+//! or reuses a slot) without exploring anything.
+
+use std::{
+    collections::HashSet,
+    hash::{
+        Hash,
+        Hasher, //
+    },
+    string::String,
+    sync::{
+        Arc,
+        Mutex, //
+    },
+    vec::Vec,
+};
+
+use kernel::{
+    device::Device,
+    dma::DmaView,
+    model::{
+        self,
+        Agent,
+        Kind,
+        Loc,
+        ModelBar, //
+    },
+    time::Delta,
+};
+use nova_core::gsp::{
+    cmdq::Cmdq,
+    commands::Echo,
+    fw::{
+        function,
+        ELEMENT_HEADER_SIZE,
+        GSP_PAGE_SIZE,
+        MAX_ELEMENT_PAYLOAD, //
+    },
+    regs::{
+        BAR0_SIZE,
+        NV_PGSP_QUEUE_HEAD, //
+    },
+};
+use vgsp::{
+    Progress,
+    Vgsp, //
+};
+
+use crate::contract;
+
+static DEVICE: Device = Device::new("vgsp-model");
+
+/// The payload length of an echo whose element fills exactly `slots` slots.
+pub const fn slots(slots: usize) -> usize {
+    slots * GSP_PAGE_SIZE - ELEMENT_HEADER_SIZE
+}
+
+/// A split RPC: one full head element and a one-slot continuation record.
+pub const CONTINUATION_PAIR: usize = MAX_ELEMENT_PAYLOAD + 100;
+
+/// One scenario.
+#[derive(Clone, Copy, Debug)]
+pub struct Scenario {
+    /// Its name.
+    pub name: &'static str,
+    /// Echo payload lengths of the warm-up round trips (single-threaded).
+    pub warmup: &'static [usize],
+    /// Echo payload lengths sent while the GSP thread runs.
+    pub commands: &'static [usize],
+    /// Send every command before receiving any reply (else one round trip at a time).
+    pub pipelined: bool,
+    /// The GSP sends a log line unasked after every this many commands (0: never).
+    pub log_every: u64,
+    /// Loom's preemption bound.
+    pub preemptions: usize,
+}
+
+/// The scenarios of the ordering proof.
+pub const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "one_command_and_reply",
+        warmup: &[],
+        commands: &[8],
+        pipelined: false,
+        log_every: 0,
+        preemptions: 3,
+    },
+    Scenario {
+        // Three 16-slot round trips bring both rings to slot 48; the fourth element
+        // (16 slots) then runs 48..=62 and wraps to slot 0, which the warm-up used.
+        name: "command_wraps_ring_end",
+        warmup: &[slots(16), slots(16), slots(16)],
+        commands: &[slots(16)],
+        pipelined: false,
+        log_every: 0,
+        preemptions: 2,
+    },
+    Scenario {
+        // Three 16-slot commands fill 48 of the 62 usable slots; the fourth must wait
+        // for the GSP to free space, and the GSP's fourth reply waits for the driver.
+        name: "full_ring_writer_waits",
+        warmup: &[],
+        commands: &[slots(16), slots(16), slots(16), slots(16)],
+        pipelined: true,
+        log_every: 0,
+        preemptions: 2,
+    },
+    Scenario {
+        // The GSP sends a log line after each command while the driver is already
+        // sending the next one.
+        name: "unasked_event_crosses_command",
+        warmup: &[],
+        commands: &[8, 8],
+        pipelined: true,
+        log_every: 1,
+        preemptions: 2,
+    },
+    Scenario {
+        name: "continuation_record_pair",
+        warmup: &[],
+        commands: &[CONTINUATION_PAIR],
+        pipelined: false,
+        log_every: 0,
+        preemptions: 2,
+    },
+];
+
+/// What a scenario run found.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Loom executions explored.
+    pub executions: usize,
+    /// Distinct traces given to the contract checker.
+    pub traces_checked: usize,
+}
+
+fn payload(len: usize, seed: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i.wrapping_mul(31) ^ seed) as u8)
+        .collect()
+}
+
+/// The GSP's view of the driver's memory, not bound by a borrow.
+///
+/// # Safety
+///
+/// The view must not be used after `cmdq` is dropped.
+unsafe fn gsp_view(cmdq: &Cmdq) -> DmaView<'static> {
+    let mem = cmdq.gsp_mem();
+    // SAFETY: The allocation is `size()` bytes and page aligned, and does not move while
+    // `cmdq` lives; the caller keeps the view no longer.
+    unsafe { DmaView::from_raw_parts(mem.start_ptr().cast_mut().cast::<u8>(), mem.size()) }
+}
+
+/// Receives messages until the reply to `seq`, checking it against `expected`; returns
+/// the number of events seen on the way.
+fn receive_reply(cmdq: &mut Cmdq, seq: u32, expected: &[u8]) -> usize {
+    let mut events = 0;
+    loop {
+        let msg = cmdq
+            .receive_msg(Delta::from_secs(10))
+            .expect("driver receive");
+        if msg.function == function::UCODE_LIBOS_PRINT {
+            events += 1;
+            continue;
+        }
+        assert_eq!(msg.function, function::NOP);
+        assert_eq!(msg.sequence, seq);
+        assert!(msg.payload[..] == *expected, "reply payload differs");
+        return events;
+    }
+}
+
+/// Converts the model's trace for the contract checker.
+fn contract_events(trace: &[model::Event]) -> Vec<contract::Event> {
+    let loc_id = |loc: Loc| match loc {
+        Loc::Word(off) => (off as u64) << 1,
+        Loc::Page(p) => ((p as u64) << 1) | 1,
+    };
+    trace
+        .iter()
+        .map(|e| contract::Event {
+            agent: match e.agent {
+                Agent::Driver => 0,
+                Agent::Gsp => 1,
+            },
+            op: match e.kind {
+                Kind::Load { loc, value } => contract::Op::Load {
+                    loc: loc_id(loc),
+                    value,
+                },
+                Kind::Store { loc, value } => contract::Op::Store {
+                    loc: loc_id(loc),
+                    value,
+                },
+                Kind::Fence(f) => contract::Op::Fence(match f {
+                    model::Flavour::Full => contract::Flavour::Full,
+                    model::Flavour::Read => contract::Flavour::Read,
+                    model::Flavour::Write => contract::Flavour::Write,
+                }),
+            },
+            data: matches!(
+                e.kind,
+                Kind::Load {
+                    loc: Loc::Page(_),
+                    ..
+                } | Kind::Store {
+                    loc: Loc::Page(_),
+                    ..
+                }
+            ),
+            what: model::describe(e),
+        })
+        .collect()
+}
+
+/// Runs `sc` under loom and the contract checker.
+///
+/// # Panics
+///
+/// On any failure: a loom-detected race or assertion, a wrong reply, or a violation of
+/// the DMA contract, with a description.
+pub fn run(sc: &Scenario) -> Report {
+    let seen: Arc<Mutex<HashSet<u64>>> = Arc::new(Mutex::new(HashSet::new()));
+    let executions = Arc::new(Mutex::new(0usize));
+    let sc = *sc;
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(sc.preemptions);
+    builder.max_branches = 1_000_000;
+    {
+        let seen = seen.clone();
+        let executions = executions.clone();
+        builder.check(move || {
+            model::reset();
+            *executions.lock().unwrap() += 1;
+            let bar = Arc::new(ModelBar::<BAR0_SIZE>::new(&[NV_PGSP_QUEUE_HEAD::OFFSET]));
+            let mut cmdq = Cmdq::new(&DEVICE).expect("queue");
+            // SAFETY: The GSP thread is joined below, before `cmdq` is dropped.
+            let view = unsafe { gsp_view(&cmdq) };
+            let mut gsp = Vgsp::new(view).expect("gsp");
+            gsp.set_log_every(sc.log_every);
+
+            for (i, &len) in sc.warmup.iter().enumerate() {
+                let p = payload(len, i);
+                let seq = cmdq
+                    .send_command(bar.io(), &Echo(&p))
+                    .expect("warm-up send");
+                model::set_agent(Agent::Gsp);
+                gsp.run_until_idle().expect("warm-up gsp");
+                model::set_agent(Agent::Driver);
+                receive_reply(&mut cmdq, seq, &p);
+            }
+            let warm = gsp.stats.commands;
+            let expected = warm + sc.commands.len() as u64;
+
+            let gsp_bar = bar.clone();
+            let gsp_thread = loom::thread::spawn(move || {
+                model::set_agent(Agent::Gsp);
+                loop {
+                    let rung = gsp_bar.doorbell_count();
+                    match gsp.step().expect("gsp step") {
+                        Progress::Worked => {}
+                        Progress::Blocked => loom::thread::yield_now(),
+                        Progress::Idle if gsp.stats.commands >= expected => break,
+                        Progress::Idle => {
+                            while gsp_bar.doorbell_count() == rung {
+                                loom::thread::yield_now();
+                            }
+                        }
+                    }
+                }
+                gsp.stats
+            });
+
+            let payloads: Vec<Vec<u8>> = sc
+                .commands
+                .iter()
+                .enumerate()
+                .map(|(i, &len)| payload(len, 100 + i))
+                .collect();
+            let mut events = 0;
+            if sc.pipelined {
+                let seqs: Vec<u32> = payloads
+                    .iter()
+                    .map(|p| cmdq.send_command(bar.io(), &Echo(p)).expect("send"))
+                    .collect();
+                for (seq, p) in seqs.iter().zip(&payloads) {
+                    events += receive_reply(&mut cmdq, *seq, p);
+                }
+            } else {
+                for p in &payloads {
+                    let seq = cmdq.send_command(bar.io(), &Echo(p)).expect("send");
+                    events += receive_reply(&mut cmdq, seq, p);
+                }
+            }
+            let stats = gsp_thread.join().expect("gsp thread");
+            if sc.log_every != 0 {
+                // The last log line may trail the last reply.
+                let want = (stats.commands / sc.log_every) as usize;
+                while events < want {
+                    let msg = cmdq.receive_msg(Delta::from_secs(10)).expect("event");
+                    assert_eq!(msg.function, function::UCODE_LIBOS_PRINT);
+                    events += 1;
+                }
+            }
+            assert_eq!(stats.commands, expected);
+            assert_eq!(stats.malformed, 0);
+
+            let trace = model::take_trace();
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            trace.hash(&mut h);
+            if seen.lock().unwrap().insert(h.finish()) {
+                let events = contract_events(&trace);
+                match contract::find_violation(&events) {
+                    Ok(None) => {}
+                    Ok(Some(v)) => panic!("DMA contract violated in {}: {v}", sc.name),
+                    Err(e) => panic!("contract checker: {e} ({})", sc.name),
+                }
+            }
+            drop(cmdq);
+        });
+    }
+    let traces_checked = seen.lock().unwrap().len();
+    let executions = *executions.lock().unwrap();
+    Report {
+        executions,
+        traces_checked,
+    }
+}
+
+/// Describes a report in one line.
+pub fn summary(sc: &Scenario, r: &Report) -> String {
+    std::format!(
+        "{}: {} loom executions, {} distinct traces checked against the DMA contract",
+        sc.name,
+        r.executions,
+        r.traces_checked
+    )
+}
