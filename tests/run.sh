@@ -10,11 +10,15 @@
 #      accept with every suite present and passing;
 #   4. no_std: the driver and the virtual GSP built for aarch64-unknown-none
 #      (core + alloc only) with Debian's rustc-web;
-#   5. aarch64: the same tests cross-built for aarch64-unknown-linux-gnu and run
+#   5. ordering: the loom scenarios of the real driver and virtual GSP, each
+#      execution decided by the Linux DMA contract checker, the seed's pre-fix
+#      barrier placement failing as a regression test, and every barrier mutant
+#      killed (`cargo xtask ordering-mutants`);
+#   6. aarch64: the same tests cross-built for aarch64-unknown-linux-gnu and run
 #      under qemu-aarch64, the barrier instructions checked in the binary, and
 #      the aarch64 KTAP through kunit.py.
 #
-# Options: --host-only skips 4 and 5.
+# Options: --host-only skips 4 to 6.
 # It installs the Debian packages it needs when run as root, and caches the
 # kernel's KUnit tool under ${VGSP_CACHE:-~/.cache/vgsp}.
 
@@ -116,6 +120,18 @@ if ((HOST_ONLY)); then
     printf '\ntests: %d passed, 0 failed (host only)\n' "$PASSED"
     exit 0
 fi
+
+step "ordering: loom scenarios + DMA contract checker, seed regression (--cfg loom)"
+RUSTFLAGS="--cfg loom" cargo test -p vgsp-model --release --test ordering --target-dir target/model \
+    -- --test-threads=1 --nocapture 2>&1 | tee target/ordering.log | grep -E 'loom executions|test result|FAILED|panicked'
+[ "${PIPESTATUS[0]}" = 0 ] || fail "ordering scenarios (see target/ordering.log)"
+pass "ordering scenarios"
+
+step "ordering: barrier mutants (cargo xtask ordering-mutants)"
+cargo xtask ordering-mutants | tee target/mutants.log | grep -vE '^ {10}by ' ||
+    fail "a barrier mutant survived, or the tool failed (see target/mutants.log)"
+grep -qE '^ordering mutants: ([0-9]+) killed of \1$' target/mutants.log || fail "not every mutant was killed"
+pass "ordering mutants"
 
 # Debian's rustc-web has the std source that -Zbuild-std needs; rustup's does not.
 DEB=(env PATH="/usr/bin:$PATH" RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTC_BOOTSTRAP=1)

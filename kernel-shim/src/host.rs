@@ -32,7 +32,8 @@ use crate::{
 
 pub mod kunit;
 
-/// The environment functions of [`crate::env`].
+/// The environment functions of [`crate::env`] (the model backend has its own).
+#[cfg(not(loom))]
 pub(crate) mod env {
     use std::{
         sync::OnceLock,

@@ -52,7 +52,6 @@ use std::{
 
 use loom::sync::atomic::{
     fence,
-    AtomicU32,
     AtomicU64,
     Ordering, //
 };
@@ -94,7 +93,8 @@ pub enum Loc {
 /// What happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
-    /// A load that returned `value` (a word's value, or a page's version).
+    /// A load that returned `value` (a word's value tagged with the number of the store
+    /// that wrote it in the high half, or a page's version).
     Load {
         /// Where.
         loc: Loc,
@@ -231,8 +231,10 @@ fn state() -> MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-std::thread_local! {
-    static AGENT: Cell<Agent> = const { Cell::new(Agent::Driver) };
+// Loom runs its threads as coroutines on one OS thread: the label must be a loom
+// thread-local.
+loom::thread_local! {
+    static AGENT: Cell<Agent> = Cell::new(Agent::Driver);
 }
 
 /// Labels the events of the calling thread as `agent`'s.
@@ -253,6 +255,9 @@ pub fn reset() {
         None => env_mutations(),
     });
     let mut s = state();
+    if std::env::var_os("VGSP_TRACE").is_some() {
+        std::eprintln!("trace: reset, {} regions live", s.regions.len());
+    }
     s.trace.clear();
     s.clock_ns = 0;
     s.active = Some(active);
@@ -301,7 +306,11 @@ fn mutations() -> Arc<Vec<Mutation>> {
 
 fn record(kind: Kind, site: &'static Location<'static>) {
     let agent = agent();
-    state().trace.push(Event { agent, kind, site });
+    let event = Event { agent, kind, site };
+    if std::env::var_os("VGSP_TRACE").is_some() {
+        std::eprintln!("trace: {}", describe(&event));
+    }
+    state().trace.push(event);
 }
 
 fn do_fence(f: Flavour, site: &'static Location<'static>) {
@@ -338,12 +347,24 @@ fn moved_barriers(site: &'static Location<'static>, after: bool) {
     }
 }
 
+/// Loom's access tracker of one page. It guards no Rust data (the bytes live in the
+/// region), only loom's record of who accessed the page when.
+struct PageCell(loom::cell::UnsafeCell<()>);
+
+// SAFETY: The cell holds `()`; sharing it only shares loom's bookkeeping, which loom
+// synchronises itself. It exists to be shared: that is how races are detected.
+unsafe impl Sync for PageCell {}
+// SAFETY: As above.
+unsafe impl Send for PageCell {}
+
 /// A coherent region under the model.
 struct Region {
     base: usize,
     len: usize,
-    words: Mutex<HashMap<usize, Arc<AtomicU32>>>,
-    pages: Mutex<HashMap<usize, (Arc<loom::cell::UnsafeCell<()>>, u64)>>,
+    /// Per word: the loom atomic, holding `store count << 32 | value` so that every
+    /// store is told apart in the trace, and the number of stores so far.
+    words: Mutex<HashMap<usize, (Arc<AtomicU64>, u64)>>,
+    pages: Mutex<HashMap<usize, (Arc<PageCell>, u64)>>,
 }
 
 /// Registers `len` bytes at `base` as a modelled coherent region.
@@ -369,15 +390,38 @@ fn find(addr: usize) -> Option<(Arc<Region>, usize)> {
         .map(|r| (r.clone(), addr - r.base))
 }
 
-fn word(region: &Region, off: usize, ptr: *const u32) -> Arc<AtomicU32> {
+/// Returns the atomic of a word, and the tag of a new store to it if `store`.
+fn word(region: &Region, off: usize, ptr: *const u32, store: bool) -> (Arc<AtomicU64>, u64) {
     let mut words = region.words.lock().unwrap_or_else(|e| e.into_inner());
-    words
-        .entry(off)
-        .or_insert_with(|| {
-            // SAFETY: `ptr` is a valid aligned word of the region (the caller's contract).
-            Arc::new(AtomicU32::new(unsafe { core::ptr::read_volatile(ptr) }))
-        })
-        .clone()
+    let entry = words.entry(off).or_insert_with(|| {
+        // SAFETY: `ptr` is a valid aligned word of the region (the caller's contract).
+        let value = unsafe { core::ptr::read_volatile(ptr) };
+        (Arc::new(AtomicU64::new(value.into())), 0)
+    });
+    if store {
+        entry.1 += 1;
+    }
+    (entry.0.clone(), entry.1 << 32)
+}
+
+/// Creates the loom atomics of the words at `offsets` of the region containing `base`,
+/// with their current values.
+///
+/// A loom object created by one thread and then used by another without
+/// synchronisation is a race in loom's eyes; words that both agents use (the ring
+/// pointers) must therefore be created before the second thread starts.
+///
+/// # Safety
+///
+/// `base + offset` must be a valid aligned word of a registered region for every offset.
+pub unsafe fn prepare_words(base: *const u8, offsets: &[usize]) {
+    for &off in offsets {
+        // SAFETY: The caller's contract.
+        let ptr = unsafe { base.add(off) }.cast::<u32>();
+        if let Some((region, off)) = find(ptr as usize) {
+            word(&region, off, ptr, false);
+        }
+    }
 }
 
 /// Loads the word at `ptr` (relaxed), recording it.
@@ -393,16 +437,17 @@ pub(crate) unsafe fn load_word(ptr: *const u32) -> u32 {
         return unsafe { core::ptr::read_volatile(ptr) };
     };
     moved_barriers(site, false);
-    let value = word(&region, off, ptr).load(Ordering::Relaxed);
+    let tagged = word(&region, off, ptr, false).0.load(Ordering::Relaxed);
     record(
         Kind::Load {
             loc: Loc::Word(off),
-            value: value.into(),
+            value: tagged,
         },
         site,
     );
     moved_barriers(site, true);
-    value
+    // CAST: the low half is the word's value.
+    tagged as u32
 }
 
 /// Stores `value` to the word at `ptr` (relaxed), recording it.
@@ -419,11 +464,13 @@ pub(crate) unsafe fn store_word(ptr: *mut u32, value: u32) {
         return;
     };
     moved_barriers(site, false);
-    word(&region, off, ptr).store(value, Ordering::Relaxed);
+    let (atomic, tag) = word(&region, off, ptr, true);
+    let tagged = tag | u64::from(value);
+    atomic.store(tagged, Ordering::Relaxed);
     record(
         Kind::Store {
             loc: Loc::Word(off),
-            value: value.into(),
+            value: tagged,
         },
         site,
     );
@@ -450,11 +497,11 @@ pub(crate) unsafe fn load_bytes(src: *const u8, dst: *mut u8, len: usize) {
                 let mut pages = region.pages.lock().unwrap_or_else(|e| e.into_inner());
                 let entry = pages
                     .entry(page)
-                    .or_insert_with(|| (Arc::new(loom::cell::UnsafeCell::new(())), 0));
+                    .or_insert_with(|| (Arc::new(PageCell(loom::cell::UnsafeCell::new(()))), 0));
                 (entry.0.clone(), entry.1)
             };
             // Loom checks that this read is ordered after the page's last write.
-            cell.with(|_| ());
+            cell.0.with(|_| ());
             record(
                 Kind::Load {
                     loc: Loc::Page(page),
@@ -482,12 +529,12 @@ pub(crate) unsafe fn store_bytes(src: *const u8, dst: *mut u8, len: usize) {
                 let mut pages = region.pages.lock().unwrap_or_else(|e| e.into_inner());
                 let entry = pages
                     .entry(page)
-                    .or_insert_with(|| (Arc::new(loom::cell::UnsafeCell::new(())), 0));
+                    .or_insert_with(|| (Arc::new(PageCell(loom::cell::UnsafeCell::new(()))), 0));
                 entry.1 += 1;
                 (entry.0.clone(), entry.1)
             };
             // Loom checks that this write is ordered after every earlier access.
-            cell.with_mut(|_| ());
+            cell.0.with_mut(|_| ());
             record(
                 Kind::Store {
                     loc: Loc::Page(page),
@@ -532,7 +579,9 @@ struct Bells {
 impl MmioWriteObserver for Bells {
     fn written(&self, offset: usize, _value: u32) {
         if self.offsets.contains(&offset) {
-            self.rings.fetch_add(1, Ordering::Relaxed);
+            // A doorbell write reaches the device after the memory writes before it
+            // (`writel`): a release, paired with the acquire in `doorbell_count`.
+            self.rings.fetch_add(1, Ordering::Release);
         }
     }
 }
@@ -569,10 +618,12 @@ impl<const SIZE: usize> ModelBar<SIZE> {
         crate::io::Io::from_raw(&self.raw)
     }
 
-    /// Returns the number of doorbell writes so far (relaxed: the doorbell carries no
-    /// ordering; the GSP acquires the write pointer itself).
+    /// Returns the number of doorbell writes so far. Acquire: a device that takes the
+    /// interrupt sees the memory writes that preceded the doorbell write, as `writel`
+    /// guarantees. (The GSP's own accessors do not rely on it: they acquire the write
+    /// pointer themselves.)
     pub fn doorbell_count(&self) -> u64 {
-        self.bells.rings.load(Ordering::Relaxed)
+        self.bells.rings.load(Ordering::Acquire)
     }
 }
 
@@ -582,9 +633,17 @@ pub fn describe(e: &Event) -> String {
         Agent::Driver => "driver",
         Agent::Gsp => "gsp",
     };
+    let show = |loc: Loc, value: u64| match loc {
+        Loc::Word(off) => format!(
+            "word {off:#x} = {} (store #{})",
+            value & 0xffff_ffff,
+            value >> 32
+        ),
+        Loc::Page(p) => format!("page {p:#x} version {value}"),
+    };
     let what = match e.kind {
-        Kind::Load { loc, value } => format!("load {loc:?}={value}"),
-        Kind::Store { loc, value } => format!("store {loc:?}={value}"),
+        Kind::Load { loc, value } => format!("load of {}", show(loc, value)),
+        Kind::Store { loc, value } => format!("store of {}", show(loc, value)),
         Kind::Fence(f) => format!("dma_mb({f:?})"),
     };
     format!("{who} {what} at {}:{}", e.site.file(), e.site.line())

@@ -44,9 +44,13 @@ use nova_core::gsp::{
     commands::Echo,
     fw::{
         function,
+        CPUQ_OFFSET,
         ELEMENT_HEADER_SIZE,
+        GSPQ_OFFSET,
         GSP_PAGE_SIZE,
         MAX_ELEMENT_PAYLOAD, //
+        MSGQ_READ_PTR_OFFSET,
+        MSGQ_WRITE_PTR_OFFSET,
     },
     regs::{
         BAR0_SIZE,
@@ -70,6 +74,13 @@ pub const fn slots(slots: usize) -> usize {
 /// A split RPC: one full head element and a one-slot continuation record.
 pub const CONTINUATION_PAIR: usize = MAX_ELEMENT_PAYLOAD + 100;
 
+/// A full ring: one two-slot element, then 60 one-slot ones (62 slots).
+const BACKLOG: [usize; 61] = {
+    let mut b = [8; 61];
+    b[0] = slots(2);
+    b
+};
+
 /// One scenario.
 #[derive(Clone, Copy, Debug)]
 pub struct Scenario {
@@ -83,6 +94,17 @@ pub struct Scenario {
     pub pipelined: bool,
     /// The GSP sends a log line unasked after every this many commands (0: never).
     pub log_every: u64,
+    /// Lengths of log lines the GSP queues unasked as it starts, crossing the driver's
+    /// commands.
+    pub early_events: &'static [usize],
+    /// Lengths of log lines the GSP posts before its thread starts, unread.
+    pub gsp_backlog: &'static [usize],
+    /// Lengths of echo commands the driver queues before the GSP thread starts,
+    /// unanswered.
+    pub backlog: &'static [usize],
+    /// The GSP stops after this many commands of the concurrent part (all if `None`);
+    /// the driver then expects only that many replies.
+    pub gsp_budget: Option<u64>,
     /// Loom's preemption bound.
     pub preemptions: usize,
 }
@@ -95,6 +117,10 @@ pub const SCENARIOS: &[Scenario] = &[
         commands: &[8],
         pipelined: false,
         log_every: 0,
+        early_events: &[],
+        gsp_backlog: &[],
+        backlog: &[],
+        gsp_budget: None,
         preemptions: 3,
     },
     Scenario {
@@ -105,26 +131,56 @@ pub const SCENARIOS: &[Scenario] = &[
         commands: &[slots(16)],
         pipelined: false,
         log_every: 0,
+        early_events: &[],
+        gsp_backlog: &[],
+        backlog: &[],
+        gsp_budget: None,
         preemptions: 2,
     },
     Scenario {
-        // Three 16-slot commands fill 48 of the 62 usable slots; the fourth must wait
-        // for the GSP to free space, and the GSP's fourth reply waits for the driver.
+        // A two-slot command and 60 one-slot ones fill `cpuq` (one slot always stays
+        // empty) before the GSP starts. The next command, of two slots, must wait for
+        // the GSP to consume the first one, and reuses its slot 0 while the GSP may
+        // still be reading it: only the read-pointer barriers order that reuse (the GSP
+        // read pointer jumps from 0 to 2, and no reply is received in between).
         name: "full_ring_writer_waits",
         warmup: &[],
-        commands: &[slots(16), slots(16), slots(16), slots(16)],
+        commands: &[slots(2)],
         pipelined: true,
         log_every: 0,
+        early_events: &[],
+        gsp_backlog: &[],
+        backlog: &BACKLOG,
+        gsp_budget: Some(1),
         preemptions: 2,
     },
     Scenario {
-        // The GSP sends a log line after each command while the driver is already
-        // sending the next one.
+        // The mirror image on `gspq`: a two-slot log line and 60 one-slot ones fill it
+        // before the driver reads any. The GSP's next line, of two slots, waits for the
+        // driver to read the first one, and reuses its slot 0.
+        name: "full_gsp_ring_gsp_waits",
+        warmup: &[],
+        commands: &[],
+        pipelined: true,
+        log_every: 0,
+        early_events: &[slots(2)],
+        gsp_backlog: &BACKLOG,
+        backlog: &[],
+        gsp_budget: Some(0),
+        preemptions: 2,
+    },
+    Scenario {
+        // The GSP sends a log line unasked while the driver sends a command: both rings
+        // are written at once, and the driver meets the event before the reply.
         name: "unasked_event_crosses_command",
         warmup: &[],
-        commands: &[8, 8],
-        pipelined: true,
-        log_every: 1,
+        commands: &[8],
+        pipelined: false,
+        log_every: 0,
+        early_events: &[16],
+        gsp_backlog: &[],
+        backlog: &[],
+        gsp_budget: None,
         preemptions: 2,
     },
     Scenario {
@@ -133,6 +189,10 @@ pub const SCENARIOS: &[Scenario] = &[
         commands: &[CONTINUATION_PAIR],
         pipelined: false,
         log_every: 0,
+        early_events: &[],
+        gsp_backlog: &[],
+        backlog: &[],
+        gsp_budget: None,
         preemptions: 2,
     },
 ];
@@ -247,6 +307,18 @@ pub fn run(sc: &Scenario) -> Report {
             *executions.lock().unwrap() += 1;
             let bar = Arc::new(ModelBar::<BAR0_SIZE>::new(&[NV_PGSP_QUEUE_HEAD::OFFSET]));
             let mut cmdq = Cmdq::new(&DEVICE).expect("queue");
+            // SAFETY: The four ring pointers are aligned words inside `GspMem`.
+            unsafe {
+                model::prepare_words(
+                    cmdq.gsp_mem().start_ptr().cast(),
+                    &[
+                        CPUQ_OFFSET + MSGQ_WRITE_PTR_OFFSET,
+                        CPUQ_OFFSET + MSGQ_READ_PTR_OFFSET,
+                        GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET,
+                        GSPQ_OFFSET + MSGQ_READ_PTR_OFFSET,
+                    ],
+                )
+            };
             // SAFETY: The GSP thread is joined below, before `cmdq` is dropped.
             let view = unsafe { gsp_view(&cmdq) };
             let mut gsp = Vgsp::new(view).expect("gsp");
@@ -262,14 +334,36 @@ pub fn run(sc: &Scenario) -> Report {
                 model::set_agent(Agent::Driver);
                 receive_reply(&mut cmdq, seq, &p);
             }
+            model::set_agent(Agent::Gsp);
+            for &len in sc.gsp_backlog {
+                gsp.log(&payload(len, 7)).expect("gsp log");
+            }
+            gsp.run_until_idle().expect("gsp backlog");
+            model::set_agent(Agent::Driver);
+            let mut backlog = Vec::new();
+            for (i, &len) in sc.backlog.iter().enumerate() {
+                let p = payload(len, 1000 + i);
+                let seq = cmdq
+                    .send_command(bar.io(), &Echo(&p))
+                    .expect("backlog send");
+                backlog.push((seq, p));
+            }
             let warm = gsp.stats.commands;
-            let expected = warm + sc.commands.len() as u64;
+            let expected = warm
+                + sc.gsp_budget
+                    .unwrap_or((sc.backlog.len() + sc.commands.len()) as u64);
 
             let gsp_bar = bar.clone();
             let gsp_thread = loom::thread::spawn(move || {
                 model::set_agent(Agent::Gsp);
+                for &len in sc.early_events {
+                    gsp.log(&payload(len, 9)).expect("gsp log");
+                }
                 loop {
                     let rung = gsp_bar.doorbell_count();
+                    if gsp.stats.commands >= expected && gsp.outbox_empty() {
+                        break;
+                    }
                     match gsp.step().expect("gsp step") {
                         Progress::Worked => {}
                         Progress::Blocked => loom::thread::yield_now(),
@@ -292,11 +386,17 @@ pub fn run(sc: &Scenario) -> Report {
                 .collect();
             let mut events = 0;
             if sc.pipelined {
-                let seqs: Vec<u32> = payloads
+                let sent: Vec<(u32, Vec<u8>)> = payloads
                     .iter()
-                    .map(|p| cmdq.send_command(bar.io(), &Echo(p)).expect("send"))
+                    .map(|p| {
+                        (
+                            cmdq.send_command(bar.io(), &Echo(p)).expect("send"),
+                            p.clone(),
+                        )
+                    })
                     .collect();
-                for (seq, p) in seqs.iter().zip(&payloads) {
+                let answered = (expected - warm) as usize;
+                for (seq, p) in backlog.iter().chain(&sent).take(answered) {
                     events += receive_reply(&mut cmdq, *seq, p);
                 }
             } else {
@@ -305,10 +405,17 @@ pub fn run(sc: &Scenario) -> Report {
                     events += receive_reply(&mut cmdq, seq, p);
                 }
             }
+            if !sc.gsp_backlog.is_empty() {
+                // Free exactly the slots the GSP's new lines need.
+                for _ in sc.early_events {
+                    let msg = cmdq.receive_msg(Delta::from_secs(10)).expect("event");
+                    assert_eq!(msg.function, function::UCODE_LIBOS_PRINT);
+                }
+            }
             let stats = gsp_thread.join().expect("gsp thread");
-            if sc.log_every != 0 {
+            if sc.gsp_backlog.is_empty() && (sc.log_every != 0 || !sc.early_events.is_empty()) {
                 // The last log line may trail the last reply.
-                let want = (stats.commands / sc.log_every) as usize;
+                let want = stats.events as usize;
                 while events < want {
                     let msg = cmdq.receive_msg(Delta::from_secs(10)).expect("event");
                     assert_eq!(msg.function, function::UCODE_LIBOS_PRINT);

@@ -56,6 +56,11 @@ fn scenario_full_ring_writer_waits() {
 }
 
 #[test]
+fn scenario_full_gsp_ring_gsp_waits() {
+    check("full_gsp_ring_gsp_waits");
+}
+
+#[test]
 fn scenario_unasked_event_crosses_command() {
     check("unasked_event_crosses_command");
 }

@@ -179,6 +179,17 @@ impl<'a> Vgsp<'a> {
         self.log_every = n;
     }
 
+    /// Queues a line of the GSP's log (`UCODE_LIBOS_PRINT`), sent unasked.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if memory cannot be had.
+    pub fn log(&mut self, line: &[u8]) -> Result {
+        let mut payload = KVec::new();
+        payload.extend_from_slice(line, GFP_KERNEL)?;
+        self.event(function::UCODE_LIBOS_PRINT, payload)
+    }
+
     /// Returns the system information the driver sent, if any.
     pub fn system_info(&self) -> Option<&GspSetSystemInfo> {
         self.system_info.as_ref()
@@ -187,6 +198,11 @@ impl<'a> Vgsp<'a> {
     /// Returns the number of registry entries the driver sent, if it sent them.
     pub fn registry_entries(&self) -> Option<u32> {
         self.registry_entries
+    }
+
+    /// Returns whether every queued message has been sent.
+    pub fn outbox_empty(&self) -> bool {
+        self.outbox_head == self.outbox.len()
     }
 
     /// Returns the GSP's write and read pointers.
