@@ -29,9 +29,9 @@
 //! deleted, weakened, or moved before/after a neighbouring shared access. Mutations
 //! come from [`set_mutations`] or from the `VGSP_MUTANT` environment variable, a
 //! comma-separated list of `FILE:LINE:OP` with `OP` one of `delete`, `weaken-read`,
-//! `weaken-write`, `before-FLAVOUR:FILE:LINE`, `after-FLAVOUR:FILE:LINE` (the barrier
-//! at `FILE:LINE` is removed and a barrier of `FLAVOUR` runs just before/after the
-//! access at the second location).
+//! `weaken-write`, `before-FLAVOUR:FILE:LINE`, `after-FLAVOUR:FILE:LINE` (`FLAVOUR` is
+//! `full`, `read` or `write`): the barrier at `FILE:LINE` is removed, and for the last
+//! two a barrier of `FLAVOUR` runs just before/after the access at the second location.
 
 use std::{
     cell::Cell,
@@ -477,6 +477,19 @@ pub(crate) unsafe fn store_word(ptr: *mut u32, value: u32) {
     moved_barriers(site, true);
 }
 
+/// Returns the loom cell of a page and its version, first counting a new store if
+/// `store`.
+fn page_cell(region: &Region, page: usize, store: bool) -> (Arc<PageCell>, u64) {
+    let mut pages = region.pages.lock().unwrap_or_else(|e| e.into_inner());
+    let entry = pages
+        .entry(page)
+        .or_insert_with(|| (Arc::new(PageCell(loom::cell::UnsafeCell::new(()))), 0));
+    if store {
+        entry.1 += 1;
+    }
+    (entry.0.clone(), entry.1)
+}
+
 fn pages_of(off: usize, len: usize) -> core::ops::Range<usize> {
     let first = off / 4096;
     let last = (off + len.max(1) - 1) / 4096;
@@ -493,13 +506,7 @@ pub(crate) unsafe fn load_bytes(src: *const u8, dst: *mut u8, len: usize) {
     let site = Location::caller();
     if let Some((region, off)) = find(src as usize) {
         for page in pages_of(off, len) {
-            let (cell, version) = {
-                let mut pages = region.pages.lock().unwrap_or_else(|e| e.into_inner());
-                let entry = pages
-                    .entry(page)
-                    .or_insert_with(|| (Arc::new(PageCell(loom::cell::UnsafeCell::new(()))), 0));
-                (entry.0.clone(), entry.1)
-            };
+            let (cell, version) = page_cell(&region, page, false);
             // Loom checks that this read is ordered after the page's last write.
             cell.0.with(|_| ());
             record(
@@ -525,14 +532,7 @@ pub(crate) unsafe fn store_bytes(src: *const u8, dst: *mut u8, len: usize) {
     let site = Location::caller();
     if let Some((region, off)) = find(dst as usize) {
         for page in pages_of(off, len) {
-            let (cell, version) = {
-                let mut pages = region.pages.lock().unwrap_or_else(|e| e.into_inner());
-                let entry = pages
-                    .entry(page)
-                    .or_insert_with(|| (Arc::new(PageCell(loom::cell::UnsafeCell::new(()))), 0));
-                entry.1 += 1;
-                (entry.0.clone(), entry.1)
-            };
+            let (cell, version) = page_cell(&region, page, true);
             // Loom checks that this write is ordered after every earlier access.
             cell.0.with_mut(|_| ());
             record(
