@@ -644,7 +644,7 @@ pub fn describe(e: &Event) -> String {
     let what = match e.kind {
         Kind::Load { loc, value } => format!("load of {}", show(loc, value)),
         Kind::Store { loc, value } => format!("store of {}", show(loc, value)),
-        Kind::Fence(f) => format!("dma_mb({f:?})"),
+        Kind::Fence(f) => format!("barrier {f:?}"),
     };
     format!("{who} {what} at {}:{}", e.site.file(), e.site.line())
 }
