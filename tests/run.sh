@@ -18,7 +18,8 @@
 #      under qemu-aarch64, the barrier instructions checked in the binary, and
 #      the aarch64 KTAP through kunit.py.
 #
-# Options: --host-only skips 4 to 6.
+# Options: --host-only skips 4 to 6; --kernel also runs tests/kernel.sh (the
+# kernel tier, first stage: Linux 6.12 with Rust built and booted under QEMU).
 # It installs the Debian packages it needs when run as root, and caches the
 # kernel's KUnit tool under ${VGSP_CACHE:-~/.cache/vgsp}.
 
@@ -26,10 +27,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 HOST_ONLY=0
+KERNEL=0
 for arg in "$@"; do
     case "$arg" in
     --host-only) HOST_ONLY=1 ;;
-    *) echo "usage: tests/run.sh [--host-only]" >&2; exit 2 ;;
+    --kernel) KERNEL=1 ;;
+    *) echo "usage: tests/run.sh [--host-only] [--kernel]" >&2; exit 2 ;;
     esac
 done
 
@@ -40,6 +43,16 @@ SUITES=(nova_core_gsp_fw nova_core_gsp_cmdq_rings nova_core_gsp_cmdq_errors vgsp
 step() { printf '\n==== [%4ds] %s\n' "$SECONDS" "$*"; }
 pass() { PASSED=$((PASSED + 1)); printf '==== [%4ds] ok: %s\n' "$SECONDS" "$*"; }
 fail() { printf '\nFAIL: %s\n' "$*" >&2; printf 'tests: %d passed, 1 failed\n' "$PASSED"; exit 1; }
+
+# Installs Debian packages, one by one if apt cannot resolve them together.
+apt_install() {
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1 && return 0
+    local p
+    for p in "$@"; do
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null ||
+            fail "apt-get install $p failed"
+    done
+}
 
 # Debian packages: the second rustc with the std source (for -Zbuild-std), its
 # linker, the aarch64 cross toolchain and qemu-user, and the kernel source
@@ -58,8 +71,7 @@ ensure_packages() {
     fi
     step "installing ${need[*]}"
     apt-get update -qq || fail "apt-get update failed"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null ||
-        fail "apt-get install ${need[*]} failed"
+    apt_install "${need[@]}"
 }
 
 ensure_rust_components() {
@@ -165,5 +177,11 @@ qemu-aarch64 -L /usr/aarch64-linux-gnu target/aarch64/aarch64-unknown-linux-gnu/
     >target/aarch64.ktap || fail "vgsp-host under qemu-aarch64 exited non-zero"
 check_ktap target/aarch64.ktap "aarch64"
 pass "bring-up and KTAP (aarch64)"
+
+if ((KERNEL)); then
+    step "kernel tier (stage 1): tests/kernel.sh x86_64"
+    tests/kernel.sh x86_64 || fail "kernel tier"
+    pass "kernel tier (x86_64)"
+fi
 
 printf '\ntests: %d passed, 0 failed\n' "$PASSED"
