@@ -104,7 +104,8 @@ impl MmioWriteObserver for Doorbells {
 /// [`SimBar::wait_doorbell`]. Memory is allocated zeroed and lazily by the host, so a
 /// 16 MiB BAR0 costs only the pages touched.
 pub struct SimBar<const SIZE: usize> {
-    regs: Box<[AtomicU32]>,
+    /// The register memory `raw` points into; owned here so it outlives `raw`.
+    _regs: Box<[AtomicU32]>,
     doorbells: Arc<Doorbells>,
     raw: IoRaw<SIZE>,
 }
@@ -125,7 +126,7 @@ impl<const SIZE: usize> SimBar<SIZE> {
             .expect("SimBar layout")
             .with_observer(bells.clone());
         Arc::new(Self {
-            regs,
+            _regs: regs,
             doorbells: bells,
             raw,
         })
@@ -161,10 +162,5 @@ impl<const SIZE: usize> SimBar<SIZE> {
         let mut rings = self.doorbells.rings.lock().unwrap();
         *rings += 1;
         self.doorbells.rung.notify_all();
-    }
-
-    /// Returns the number of 32-bit registers.
-    pub fn len_words(&self) -> usize {
-        self.regs.len()
     }
 }

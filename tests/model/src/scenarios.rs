@@ -92,8 +92,6 @@ pub struct Scenario {
     pub commands: &'static [usize],
     /// Send every command before receiving any reply (else one round trip at a time).
     pub pipelined: bool,
-    /// The GSP sends a log line unasked after every this many commands (0: never).
-    pub log_every: u64,
     /// Lengths of log lines the GSP queues unasked as it starts, crossing the driver's
     /// commands.
     pub early_events: &'static [usize],
@@ -109,19 +107,26 @@ pub struct Scenario {
     pub preemptions: usize,
 }
 
+/// One command and its reply, one round trip at a time; the fields scenarios change
+/// start from here.
+const BASE: Scenario = Scenario {
+    name: "one_command_and_reply",
+    warmup: &[],
+    commands: &[8],
+    pipelined: false,
+    early_events: &[],
+    gsp_backlog: &[],
+    backlog: &[],
+    gsp_budget: None,
+    preemptions: 2,
+};
+
 /// The scenarios of the ordering proof.
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "one_command_and_reply",
-        warmup: &[],
-        commands: &[8],
-        pipelined: false,
-        log_every: 0,
-        early_events: &[],
-        gsp_backlog: &[],
-        backlog: &[],
-        gsp_budget: None,
         preemptions: 3,
+        ..BASE
     },
     Scenario {
         // Three 16-slot round trips bring both rings to slot 48; the fourth element
@@ -129,13 +134,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "command_wraps_ring_end",
         warmup: &[slots(16), slots(16), slots(16)],
         commands: &[slots(16)],
-        pipelined: false,
-        log_every: 0,
-        early_events: &[],
-        gsp_backlog: &[],
-        backlog: &[],
-        gsp_budget: None,
-        preemptions: 2,
+        ..BASE
     },
     Scenario {
         // A two-slot command and 60 one-slot ones fill `cpuq` (one slot always stays
@@ -144,56 +143,35 @@ pub const SCENARIOS: &[Scenario] = &[
         // still be reading it: only the read-pointer barriers order that reuse (the GSP
         // read pointer jumps from 0 to 2, and no reply is received in between).
         name: "full_ring_writer_waits",
-        warmup: &[],
         commands: &[slots(2)],
         pipelined: true,
-        log_every: 0,
-        early_events: &[],
-        gsp_backlog: &[],
         backlog: &BACKLOG,
         gsp_budget: Some(1),
-        preemptions: 2,
+        ..BASE
     },
     Scenario {
         // The mirror image on `gspq`: a two-slot log line and 60 one-slot ones fill it
         // before the driver reads any. The GSP's next line, of two slots, waits for the
         // driver to read the first one, and reuses its slot 0.
         name: "full_gsp_ring_gsp_waits",
-        warmup: &[],
         commands: &[],
         pipelined: true,
-        log_every: 0,
         early_events: &[slots(2)],
         gsp_backlog: &BACKLOG,
-        backlog: &[],
         gsp_budget: Some(0),
-        preemptions: 2,
+        ..BASE
     },
     Scenario {
         // The GSP sends a log line unasked while the driver sends a command: both rings
         // are written at once, and the driver meets the event before the reply.
         name: "unasked_event_crosses_command",
-        warmup: &[],
-        commands: &[8],
-        pipelined: false,
-        log_every: 0,
         early_events: &[16],
-        gsp_backlog: &[],
-        backlog: &[],
-        gsp_budget: None,
-        preemptions: 2,
+        ..BASE
     },
     Scenario {
         name: "continuation_record_pair",
-        warmup: &[],
         commands: &[CONTINUATION_PAIR],
-        pipelined: false,
-        log_every: 0,
-        early_events: &[],
-        gsp_backlog: &[],
-        backlog: &[],
-        gsp_budget: None,
-        preemptions: 2,
+        ..BASE
     },
 ];
 
@@ -322,7 +300,6 @@ pub fn run(sc: &Scenario) -> Report {
             // SAFETY: The GSP thread is joined below, before `cmdq` is dropped.
             let view = unsafe { gsp_view(&cmdq) };
             let mut gsp = Vgsp::new(view).expect("gsp");
-            gsp.set_log_every(sc.log_every);
 
             for (i, &len) in sc.warmup.iter().enumerate() {
                 let p = payload(len, i);
@@ -367,7 +344,6 @@ pub fn run(sc: &Scenario) -> Report {
                     match gsp.step().expect("gsp step") {
                         Progress::Worked => {}
                         Progress::Blocked => loom::thread::yield_now(),
-                        Progress::Idle if gsp.stats.commands >= expected => break,
                         Progress::Idle => {
                             while gsp_bar.doorbell_count() == rung {
                                 loom::thread::yield_now();
@@ -413,7 +389,7 @@ pub fn run(sc: &Scenario) -> Report {
                 }
             }
             let stats = gsp_thread.join().expect("gsp thread");
-            if sc.gsp_backlog.is_empty() && (sc.log_every != 0 || !sc.early_events.is_empty()) {
+            if sc.gsp_backlog.is_empty() && !sc.early_events.is_empty() {
                 // The last log line may trail the last reply.
                 let want = stats.events as usize;
                 while events < want {
