@@ -36,7 +36,7 @@ use std::{
 };
 
 /// The sources whose ordering points are mutated.
-const SOURCES: &[&str] = &["drivers/gpu/nova-core/src", "drivers/gpu/vgsp/src"];
+const SOURCES: &[&str] = &["drivers/gpu/nova-core", "drivers/gpu/vgsp"];
 
 /// One barrier in the source.
 #[derive(Clone, Debug)]

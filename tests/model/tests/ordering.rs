@@ -83,8 +83,8 @@ fn line_of(src: &str, needle: &str, from: usize) -> u32 {
 /// The seed's pre-fix shape: the write-pointer barrier placed *after* the pointer store,
 /// and no read barrier after reading the GSP's write pointer.
 fn seed_prefix_mutations() -> Vec<Mutation> {
-    const FILE: &str = "drivers/gpu/nova-core/src/gsp/cmdq.rs";
-    let src = include_str!("../../../drivers/gpu/nova-core/src/gsp/cmdq.rs");
+    const FILE: &str = "drivers/gpu/nova-core/gsp/cmdq.rs";
+    let src = include_str!("../../../drivers/gpu/nova-core/gsp/cmdq.rs");
     let advance = line_of(src, "fn advance_cpu_write_ptr", 0) as usize;
     let wbarrier = line_of(src, "dma_mb(Write)", advance);
     let wstore = line_of(src, "dma_write!(self.mem[0].cpuq.tx.write_ptr", advance);
