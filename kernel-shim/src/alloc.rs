@@ -140,3 +140,9 @@ impl core::ops::BitOr for Flags {
         Self(self.0 | rhs.0)
     }
 }
+
+impl From<AllocError> for crate::error::Error {
+    fn from(_: AllocError) -> Self {
+        crate::error::code::ENOMEM
+    }
+}

@@ -13,16 +13,12 @@
 //! the offsets it uses may come from the other agent.
 
 use core::{
-    alloc::Layout,
     marker::PhantomData,
     ptr::NonNull, //
 };
 
 use crate::{
-    alloc::{
-        AllocError,
-        Flags, //
-    },
+    alloc::Flags,
     device::Device,
     error::{
         code::{
@@ -68,19 +64,16 @@ unsafe impl<T: AsBytes, const N: usize> AsBytes for [T; N] {}
 /// A bus address as the device sees it.
 pub type DmaAddress = u64;
 
-/// The alignment of every coherent allocation: one page, as the kernel's.
-const PAGE_ALIGN: usize = 4096;
-
 /// An allocation of `count` values of `T` in memory coherent with a device.
 ///
 /// # Invariants
 ///
 /// `cpu_addr` points to `count` zero-initialised-then-device-shared values of `T`,
-/// page-aligned, allocated with `layout` and owned by this value.
+/// page-aligned, `size` bytes allocated by `env::alloc_coherent` and owned by this value.
 pub struct CoherentAllocation<T: AsBytes + FromBytes> {
     cpu_addr: NonNull<T>,
     count: usize,
-    layout: Layout,
+    size: usize,
     _p: PhantomData<T>,
 }
 
@@ -95,7 +88,7 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
     ///
     /// # Errors
     ///
-    /// - `EINVAL` if `count` is zero or `T` is zero-sized.
+    /// - `EINVAL` if `count` is zero, `T` is zero-sized or aligned beyond a page.
     /// - `EOVERFLOW` if the size overflows.
     /// - `ENOMEM` if the memory cannot be had.
     pub fn alloc_coherent(_dev: &Device, count: usize, _gfp_flags: Flags) -> Result<Self> {
@@ -104,20 +97,21 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
         }
         let size = core::mem::size_of::<T>()
             .checked_mul(count)
+            .filter(|&size| size <= isize::MAX as usize - crate::env::PAGE_SIZE)
             .ok_or(EOVERFLOW)?;
-        let layout = Layout::from_size_align(size, PAGE_ALIGN.max(core::mem::align_of::<T>()))
-            .map_err(|_| EOVERFLOW)?;
-        // SAFETY: `layout` has a non-zero size, checked above.
-        let ptr = unsafe { alloc_crate::alloc::alloc_zeroed(layout) };
-        let cpu_addr = NonNull::new(ptr.cast::<T>()).ok_or(ENOMEM)?;
+        if core::mem::align_of::<T>() > crate::env::PAGE_SIZE {
+            return Err(EINVAL);
+        }
+        let ptr = crate::env::alloc_coherent(size).ok_or(ENOMEM)?;
         #[cfg(loom)]
-        crate::model::register(ptr as usize, size);
-        // INVARIANT: freshly allocated with `layout`, zeroed, and `T: FromBytes` makes zero
-        // a valid value.
+        crate::model::register(ptr.as_ptr() as usize, size);
+        // INVARIANT: freshly allocated by `alloc_coherent`: `size` bytes, zeroed and
+        // page-aligned (so aligned for `T`, checked above), and `T: FromBytes` makes zero a
+        // valid value.
         Ok(Self {
-            cpu_addr,
+            cpu_addr: ptr.cast::<T>(),
             count,
-            layout,
+            size,
             _p: PhantomData,
         })
     }
@@ -129,7 +123,7 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
 
     /// Returns the size of the allocation in bytes.
     pub fn size(&self) -> usize {
-        self.layout.size()
+        self.size
     }
 
     /// Returns the address the device uses for the start of the allocation.
@@ -268,14 +262,9 @@ impl<T: AsBytes + FromBytes> Drop for CoherentAllocation<T> {
     fn drop(&mut self) {
         #[cfg(loom)]
         crate::model::unregister(self.cpu_addr.as_ptr() as usize);
-        // SAFETY: By the type invariant the memory was allocated with `self.layout`.
-        unsafe { alloc_crate::alloc::dealloc(self.cpu_addr.as_ptr().cast(), self.layout) };
-    }
-}
-
-impl From<AllocError> for crate::error::Error {
-    fn from(_: AllocError) -> Self {
-        ENOMEM
+        // SAFETY: By the type invariant the memory is `self.size` bytes from
+        // `alloc_coherent`, and nothing uses it after this.
+        unsafe { crate::env::free_coherent(self.cpu_addr.cast::<u8>(), self.size) };
     }
 }
 

@@ -41,3 +41,27 @@ mod freestanding {
 
 #[cfg(not(any(feature = "host", loom)))]
 pub(crate) use freestanding::*;
+
+/// The page size: the alignment of every coherent allocation, as the kernel's.
+pub(crate) const PAGE_SIZE: usize = 4096;
+
+/// Allocates `size` zeroed, page-aligned bytes for [`crate::dma::CoherentAllocation`], or
+/// returns `None`. Outside a kernel every backend has a global allocator.
+pub(crate) fn alloc_coherent(size: usize) -> Option<core::ptr::NonNull<u8>> {
+    let layout = core::alloc::Layout::from_size_align(size.max(1), PAGE_SIZE).ok()?;
+    // SAFETY: `layout` has a non-zero size.
+    core::ptr::NonNull::new(unsafe { alloc_crate::alloc::alloc_zeroed(layout) })
+}
+
+/// Frees memory from [`alloc_coherent`].
+///
+/// # Safety
+///
+/// `ptr` must come from `alloc_coherent(size)` and not be used afterwards.
+pub(crate) unsafe fn free_coherent(ptr: core::ptr::NonNull<u8>, size: usize) {
+    // PANIC: `alloc_coherent` made the same layout from the same `size`.
+    let layout = core::alloc::Layout::from_size_align(size.max(1), PAGE_SIZE)
+        .unwrap_or_else(|_| unreachable!());
+    // SAFETY: The caller guarantees `ptr` was allocated with this layout.
+    unsafe { alloc_crate::alloc::dealloc(ptr.as_ptr(), layout) };
+}

@@ -7,10 +7,13 @@
 //! publish data in coherent memory and then ring a doorbell without a barrier of its
 //! own. The `_relaxed` accessors carry no barrier, like `writel_relaxed`.
 //!
-//! On the host the region is memory owned by a simulated device
-//! ([`crate::host::SimBar`]), which watches writes to its doorbell registers.
+//! A region backed by memory instead of a device (a simulated BAR, as
+//! [`crate::vdev::SimBar`]) carries an [`MmioWriteObserver`]: the simulated device, told
+//! of every register write the way real hardware sees it on the bus.
 
 pub mod poll;
+
+use core::ptr::NonNull;
 
 use crate::{
     error::{
@@ -25,7 +28,6 @@ use crate::{
 };
 
 /// Something that observes writes to an MMIO region, as the device behind it would.
-#[cfg(any(feature = "host", loom))]
 pub trait MmioWriteObserver: Send + Sync {
     /// Called after `value` was stored at `offset`.
     fn written(&self, offset: usize, value: u32);
@@ -37,11 +39,11 @@ pub trait MmioWriteObserver: Send + Sync {
 ///
 /// `addr` is the start of a mapping of at least `maxsize` bytes, 4-byte aligned, valid
 /// for volatile 32-bit accesses for the lifetime of the value, and `maxsize >= SIZE`.
+/// `observer`, if set, points to a live observer for the lifetime of the value.
 pub struct IoRaw<const SIZE: usize = 0> {
     addr: usize,
     maxsize: usize,
-    #[cfg(any(feature = "host", loom))]
-    observer: Option<alloc_crate::sync::Arc<dyn MmioWriteObserver>>,
+    observer: Option<NonNull<dyn MmioWriteObserver>>,
 }
 
 impl<const SIZE: usize> IoRaw<SIZE> {
@@ -64,18 +66,19 @@ impl<const SIZE: usize> IoRaw<SIZE> {
         Ok(Self {
             addr,
             maxsize,
-            #[cfg(any(feature = "host", loom))]
             observer: None,
         })
     }
 
     /// Attaches the simulated device that observes writes to the region.
-    #[cfg(any(feature = "host", loom))]
-    pub fn with_observer(
-        mut self,
-        observer: alloc_crate::sync::Arc<dyn MmioWriteObserver>,
-    ) -> Self {
-        self.observer = Some(observer);
+    ///
+    /// # Safety
+    ///
+    /// `observer` must stay valid, at the same address, for as long as the returned value
+    /// (and any [`Io`] made from it) exists.
+    pub unsafe fn with_observer(mut self, observer: &(dyn MmioWriteObserver + 'static)) -> Self {
+        // INVARIANT: the caller keeps `observer` alive and in place as long as `self`.
+        self.observer = Some(NonNull::from(observer));
         self
     }
 }
@@ -146,9 +149,11 @@ impl<const SIZE: usize> Io<SIZE> {
         // SAFETY: By the type invariant and the check above, `addr` is an aligned address
         // inside a live mapping valid for volatile 32-bit accesses.
         unsafe { core::ptr::write_volatile(addr as *mut u32, value) };
-        #[cfg(any(feature = "host", loom))]
-        if let Some(observer) = &self.0.observer {
-            observer.written(offset, value);
+        if let Some(observer) = self.0.observer {
+            // SAFETY: By the contract of `IoRaw::with_observer` the observer outlives the
+            // region, and `MmioWriteObserver: Sync` makes a shared reference to it usable
+            // from any thread.
+            unsafe { observer.as_ref() }.written(offset, value);
         }
         Ok(())
     }

@@ -36,6 +36,8 @@ pub mod prelude;
 pub mod print;
 pub mod sync;
 pub mod time;
+#[cfg(feature = "host")]
+pub mod vdev;
 
 pub use macros;
 

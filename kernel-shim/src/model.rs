@@ -601,11 +601,14 @@ impl<const SIZE: usize> ModelBar<SIZE> {
             offsets: doorbells.to_vec(),
             rings: AtomicU64::new(0),
         });
-        // SAFETY: `regs` is `SIZE` bytes, aligned, and lives as long as `raw` (both owned
-        // by the `ModelBar`; a `Vec`'s buffer does not move with it).
-        let raw = unsafe { IoRaw::new(regs.as_ptr() as usize, SIZE) }
-            .unwrap_or_else(|_| unreachable!("ModelBar layout"))
-            .with_observer(bells.clone());
+        // SAFETY: `regs` is `SIZE` bytes, aligned, and `bells` a live observer; both live as
+        // long as `raw` (all owned by the `ModelBar`; the buffers of a `Vec` and an `Arc` do
+        // not move with it).
+        let raw = unsafe {
+            IoRaw::new(regs.as_ptr() as usize, SIZE)
+                .unwrap_or_else(|_| unreachable!("ModelBar layout"))
+                .with_observer(&*bells)
+        };
         Self {
             _regs: regs,
             bells,

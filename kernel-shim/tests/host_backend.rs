@@ -10,7 +10,6 @@ use std::sync::atomic::{
 use kernel::{
     dma::DmaView,
     error::Error,
-    host::SimBar,
     io::poll::read_poll_timeout,
     kunit::{
         Case,
@@ -28,6 +27,10 @@ use kernel::{
     time::{
         Delta,
         Instant, //
+    },
+    vdev::{
+        run_beside,
+        SimBar, //
     },
 };
 
@@ -104,16 +107,22 @@ fn delta_converts_units() {
 
 #[test]
 fn sim_bar_doorbell_counts_and_wakes() {
-    let bar = SimBar::<0x1000>::new(&[0x100]);
+    let bar = SimBar::<0x1000>::new(&[0x100]).unwrap();
     bar.io().write32(5, 0x200);
     assert_eq!(bar.doorbell_count(), 0);
     assert_eq!(bar.io().read32(0x200), 5);
-    let waiter = {
-        let bar = bar.clone();
-        std::thread::spawn(move || bar.wait_doorbell(0, std::time::Duration::from_secs(5)))
-    };
-    bar.io().write32(0, 0x100);
-    assert_eq!(waiter.join().unwrap(), 1);
+    let woke = std::sync::atomic::AtomicU64::new(0);
+    let (device, ()) = run_beside(
+        || {
+            let count = bar.wait_doorbell(0, Delta::from_secs(5));
+            woke.store(count, std::sync::atomic::Ordering::Relaxed);
+            Ok(())
+        },
+        || bar.io().write32(0, 0x100),
+    );
+    assert_eq!(device, Ok(()));
+    assert_eq!(woke.into_inner(), 1);
+    assert_eq!(bar.wait_doorbell(0, Delta::from_millis(1)), 1);
     assert_eq!(bar.io().try_read32(0x1000), Err(EINVAL));
     assert_eq!(bar.io().try_write32(0, 0x102), Err(EINVAL));
 }

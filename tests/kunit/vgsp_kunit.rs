@@ -3,17 +3,21 @@
 //! KUnit suites for nova-core's GSP command queue and the virtual GSP.
 //!
 //! Written once with `#[kunit_tests]`: each case is a `cargo test` test on the host, and
-//! [`SUITES`] is what a KUnit executor runs and reports as KTAP. The cases drive the
-//! driver and the virtual GSP in turns on one thread, so they need no threads, no
-//! clock beyond the shim's, and no host: the same suites run inside a kernel.
+//! [`SUITES`] is what a KUnit executor runs and reports as KTAP; in a kernel tree each
+//! suite registers itself with KUnit. Most cases drive the driver and the virtual GSP in
+//! turns on one thread; the end-to-end suite runs the GSP on a thread of its own
+//! ([`gsp_thread`]). They use nothing but the shim, so the same suites run inside a
+//! kernel.
 
 #![cfg_attr(not(test), no_std)]
 
 pub mod fixture;
+pub mod gsp_thread;
 
 mod cmdq_errors;
 mod cmdq_rings;
 mod fw_layout;
+mod gsp_e2e;
 mod vgsp_commands;
 
 use kernel::kunit::Suite;
@@ -24,4 +28,5 @@ pub static SUITES: &[&Suite] = &[
     &cmdq_rings::tests::KUNIT_SUITE,
     &cmdq_errors::tests::KUNIT_SUITE,
     &vgsp_commands::tests::KUNIT_SUITE,
+    &gsp_e2e::tests::KUNIT_SUITE,
 ];

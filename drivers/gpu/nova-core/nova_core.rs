@@ -10,3 +10,6 @@
 #![no_std]
 
 pub mod gsp;
+
+/// The prefix of this crate's log lines, as `module!` defines it for a kernel module.
+const __LOG_PREFIX: &[u8] = b"nova_core\0";

@@ -8,8 +8,8 @@
 //! error reply instead of failing.
 //!
 //! It is written against the device's view of the shared memory ([`DmaView`]) and the
-//! `kernel` crate's barriers only, so the same code runs on a host thread (feature
-//! `std`, [`host`]), on a kernel thread, or in a process behind an emulated PCI device.
+//! `kernel` crate's barriers only, so the same code runs on a host thread, on a kernel thread,
+//! or in a process behind an emulated PCI device.
 //! [`Vgsp::step`] never blocks: the environment decides how to wait.
 //!
 //! # Ordering
@@ -24,10 +24,7 @@
 //! | [`Vgsp::cpu_read_ptr`] | `dma_mb(Full)` after | its load before our `gspq` slot stores | `dma_mb(Full)` in `advance_cpu_read_ptr` |
 //! | [`Vgsp::advance_gsp_write_ptr`] | `dma_mb(Write)` before | our `gspq` slot stores before the pointer store | `dma_mb(Read)` in `gsp_write_ptr` |
 
-#![cfg_attr(not(feature = "std"), no_std)]
-
-#[cfg(feature = "std")]
-pub mod host;
+#![no_std]
 
 use kernel::{
     dma::DmaView,

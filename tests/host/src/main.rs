@@ -26,6 +26,9 @@ use nova_core::gsp::{
     },
 };
 
+/// The prefix of this program's log lines.
+const __LOG_PREFIX: &[u8] = b"vgsp_host\0";
+
 /// Boots the GSP and exchanges a few commands, printing each.
 fn bring_up() -> Result {
     let (result, stats) = vgsp_host::with_gsp_thread(0, |gsp, bar, sim| -> Result {

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Simulated devices, for tests that put a device model beside the driver.
+//!
+//! Not an upstream API: this is the test bench the shim gives the suites, with the same
+//! interface in every environment that has threads (the host's, and the kernel's in
+//! the in-kernel flavour of the shim).
+//!
+//! - [`SimBar`]: a BAR backed by memory whose doorbell registers wake whoever waits on
+//!   them, the way a write to `NV_PGSP_QUEUE_HEAD` interrupts the GSP.
+//! - [`run_beside`]: runs a device model on a thread of its own while the driver runs on
+//!   the caller's.
+
+use std::{
+    boxed::Box,
+    sync::{
+        atomic::AtomicU32,
+        Condvar,
+        Mutex, //
+    },
+    vec::Vec,
+};
+
+use crate::{
+    alloc::KBox,
+    error::Result,
+    io::{
+        Io,
+        IoRaw,
+        MmioWriteObserver, //
+    },
+    time::Delta,
+};
+
+struct Doorbells {
+    offsets: Vec<usize>,
+    rings: Mutex<u64>,
+    rung: Condvar,
+}
+
+impl MmioWriteObserver for Doorbells {
+    fn written(&self, offset: usize, _value: u32) {
+        if self.offsets.contains(&offset) {
+            // PANIC: a poisoned lock means another thread already panicked.
+            let mut rings = self.rings.lock().unwrap();
+            *rings += 1;
+            self.rung.notify_all();
+        }
+    }
+}
+
+/// A simulated BAR: `SIZE` bytes of registers in memory, some of which are doorbells.
+///
+/// A write to a doorbell offset increments a counter and wakes every thread in
+/// [`SimBar::wait_doorbell`]. The host allocates the memory zeroed and lazily, so a
+/// 16 MiB BAR0 costs only the pages touched.
+///
+/// # Invariants
+///
+/// `raw` describes `_regs` and observes through `bells`; both live in heap allocations
+/// owned by the `SimBar`, which do not move when it does.
+pub struct SimBar<const SIZE: usize> {
+    raw: IoRaw<SIZE>,
+    _regs: Box<[AtomicU32]>,
+    bells: KBox<Doorbells>,
+}
+
+impl<const SIZE: usize> SimBar<SIZE> {
+    /// Creates a BAR whose registers at `doorbells` wake [`SimBar::wait_doorbell`].
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if `SIZE` is not a multiple of 4.
+    pub fn new(doorbells: &[usize]) -> Result<Self> {
+        let regs: Box<[AtomicU32]> = (0..SIZE / 4).map(|_| AtomicU32::new(0)).collect();
+        let bells = KBox::new(Doorbells {
+            offsets: doorbells.to_vec(),
+            rings: Mutex::new(0),
+            rung: Condvar::new(),
+        });
+        // SAFETY: `regs` is a live allocation of `SIZE` bytes, 4-byte aligned, and `bells` a
+        // live observer; both are owned by the `SimBar` with `raw` and stay where they are.
+        let raw = unsafe { IoRaw::new(regs.as_ptr() as usize, SIZE)?.with_observer(&*bells) };
+        // INVARIANT: `raw` was made from `regs` and `bells` just above.
+        Ok(Self {
+            raw,
+            _regs: regs,
+            bells,
+        })
+    }
+
+    /// Returns the MMIO region the driver accesses.
+    pub fn io(&self) -> &Io<SIZE> {
+        Io::from_raw(&self.raw)
+    }
+
+    /// Returns how many times a doorbell has been written.
+    pub fn doorbell_count(&self) -> u64 {
+        // PANIC: a poisoned lock means another thread already panicked.
+        *self.bells.rings.lock().unwrap()
+    }
+
+    /// Waits until the doorbell count differs from `seen` or `timeout` passes, and
+    /// returns the count.
+    pub fn wait_doorbell(&self, seen: u64, timeout: Delta) -> u64 {
+        let timeout = core::time::Duration::from_nanos(timeout.as_nanos().max(0).unsigned_abs());
+        // PANIC: a poisoned lock means another thread already panicked.
+        let guard = self.bells.rings.lock().unwrap();
+        let (guard, _) = self
+            .bells
+            .rung
+            .wait_timeout_while(guard, timeout, |rings| *rings == seen)
+            .unwrap();
+        *guard
+    }
+
+    /// Wakes every waiter without a register write (used to stop a device thread).
+    pub fn kick(&self) {
+        // PANIC: a poisoned lock means another thread already panicked.
+        let mut rings = self.bells.rings.lock().unwrap();
+        *rings += 1;
+        self.bells.rung.notify_all();
+    }
+}
+
+/// Runs `device` on a thread of its own while `driver` runs on the calling thread, and
+/// returns both results once both have returned.
+///
+/// `driver` must make `device` return (a stop flag and [`SimBar::kick`]): this waits for
+/// it. A panic on the device thread is raised again on the caller's.
+pub fn run_beside<D, F, R>(device: D, driver: F) -> (Result, R)
+where
+    D: FnOnce() -> Result + Send,
+    F: FnOnce() -> R,
+{
+    std::thread::scope(|s| {
+        let thread = s.spawn(device);
+        let r = driver();
+        match thread.join() {
+            Ok(d) => (d, r),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
+}

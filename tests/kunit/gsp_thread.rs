@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The virtual GSP on a thread of its own, woken by the BAR0 doorbell, beside the
+//! driver: a host thread on the host, a kernel thread on the second CPU in a kernel.
+
+use core::sync::atomic::{
+    AtomicBool,
+    Ordering, //
+};
+
+use kernel::{
+    prelude::*,
+    time::{
+        delay::fsleep,
+        Delta, //
+    },
+    vdev::{
+        run_beside,
+        SimBar, //
+    },
+};
+use nova_core::gsp::{
+    regs::{
+        Bar0,
+        BAR0_SIZE,
+        NV_PGSP_QUEUE_HEAD, //
+    },
+    Gsp,
+};
+use vgsp::{
+    Progress,
+    Stats,
+    Vgsp, //
+};
+
+use crate::fixture::{
+    gsp_view,
+    DEVICE, //
+};
+
+/// How long an idle GSP sleeps on the doorbell before it looks at its stop flag again.
+const IDLE_WAIT: Delta = Delta::from_millis(20);
+
+/// Runs `gsp` until `stop` is set: works while there is work, sleeps on the doorbell
+/// when idle (no busy spin), and polls briefly while `gspq` is full.
+///
+/// # Errors
+///
+/// Any error of [`Vgsp::step`].
+pub fn serve(gsp: &mut Vgsp<'_>, bar: &SimBar<BAR0_SIZE>, stop: &AtomicBool) -> Result {
+    // ORDERING: `Acquire` pairs with the `Release` store in `with_gsp_thread`; it only
+    // hands over the stop request, the shared rings are ordered by their own barriers.
+    while !stop.load(Ordering::Acquire) {
+        let seen = bar.doorbell_count();
+        match gsp.step()? {
+            Progress::Worked => {}
+            Progress::Blocked => fsleep(Delta::from_micros(1)),
+            Progress::Idle => {
+                bar.wait_doorbell(seen, IDLE_WAIT);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `f` with a freshly initialised driver and a virtual GSP serving it on its own
+/// thread (sending a log line every `log_every` commands, 0 for never). Returns what `f`
+/// returned and the GSP's counters, or its error.
+///
+/// `f` must not assert: in a kernel a failed KUnit assertion ends the test thread
+/// without unwinding, and the GSP thread would outlive the memory it serves. Return the
+/// findings and assert on them afterwards.
+///
+/// # Errors
+///
+/// - `ENOMEM` if the shared memory or the BAR cannot be had.
+pub fn with_gsp_thread<R>(
+    log_every: u64,
+    f: impl FnOnce(&mut Gsp, &Bar0, &SimBar<BAR0_SIZE>) -> R,
+) -> Result<(R, Result<Stats>)> {
+    let bar = SimBar::<BAR0_SIZE>::new(&[NV_PGSP_QUEUE_HEAD::OFFSET])?;
+    let mut gsp = Gsp::new(&DEVICE)?;
+    // SAFETY: The view is used only by the GSP thread, which `run_beside` joins before
+    // `gsp` (which owns the memory) is dropped.
+    let view = unsafe { gsp_view(&gsp.cmdq) };
+    let stop = AtomicBool::new(false);
+    let mut stats = None;
+    let (served, r) = run_beside(
+        || {
+            let mut fw = Vgsp::new(view)?;
+            fw.set_log_every(log_every);
+            let served = serve(&mut fw, &bar, &stop);
+            stats = Some(fw.stats);
+            served
+        },
+        || {
+            let r = f(&mut gsp, bar.io(), &bar);
+            // ORDERING: `Release` pairs with the `Acquire` load in `serve`; the kick after it
+            // wakes the GSP if it sleeps on the doorbell.
+            stop.store(true, Ordering::Release);
+            bar.kick();
+            r
+        },
+    );
+    Ok((r, served.and(stats.ok_or(EINVAL))))
+}
