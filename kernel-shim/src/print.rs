@@ -17,24 +17,40 @@ pub fn call_printk(level: &str, module_name: &[u8], args: core::fmt::Arguments<'
 
 /// Prints an error-level message.
 #[macro_export]
+#[expect(
+    clippy::crate_in_macro_def,
+    reason = "`__LOG_PREFIX` is the caller's, as in the kernel's macros"
+)]
 macro_rules! pr_err {
     ($($arg:tt)*) => { $crate::print::call_printk("err", crate::__LOG_PREFIX, format_args!($($arg)*)) };
 }
 
 /// Prints a warning-level message.
 #[macro_export]
+#[expect(
+    clippy::crate_in_macro_def,
+    reason = "`__LOG_PREFIX` is the caller's, as in the kernel's macros"
+)]
 macro_rules! pr_warn {
     ($($arg:tt)*) => { $crate::print::call_printk("warn", crate::__LOG_PREFIX, format_args!($($arg)*)) };
 }
 
 /// Prints an info-level message.
 #[macro_export]
+#[expect(
+    clippy::crate_in_macro_def,
+    reason = "`__LOG_PREFIX` is the caller's, as in the kernel's macros"
+)]
 macro_rules! pr_info {
     ($($arg:tt)*) => { $crate::print::call_printk("info", crate::__LOG_PREFIX, format_args!($($arg)*)) };
 }
 
 /// Prints a debug-level message.
 #[macro_export]
+#[expect(
+    clippy::crate_in_macro_def,
+    reason = "`__LOG_PREFIX` is the caller's, as in the kernel's macros"
+)]
 macro_rules! pr_debug {
     ($($arg:tt)*) => { $crate::print::call_printk("debug", crate::__LOG_PREFIX, format_args!($($arg)*)) };
 }
