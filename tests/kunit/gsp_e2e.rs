@@ -85,7 +85,7 @@ pub mod tests {
                 // Sizes from 1 byte to 16 KiB, so elements of one to five slots wrap the
                 // ring end, and every 97th a command split into a continuation record.
                 len = (len * 7 + 13) % (16 << 10) + 1;
-                if sent % 97 == 0 {
+                if sent.is_multiple_of(97) {
                     len = 2 * fw::MAX_ELEMENT_PAYLOAD + 1;
                 }
                 let start = sent as usize % fw::MAX_ELEMENT_PAYLOAD;
