@@ -1,35 +1,51 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The kernel tier, first stage: builds Debian's Linux 6.12 with Rust from
-# tinyconfig plus tests/kernel/<arch>.config, boots it under QEMU with a
-# timeout, and checks the KUnit results (the kernel's own Rust doctests for
-# now) with the tree's kunit.py. The project's crates are not dropped into the
-# tree yet; this stage proves the toolchain, the build and the boot.
+# The kernel tier: Debian's Linux 6.12 with Rust, the project dropped in
+# (kernel-shim/linux-6.12/apply.sh: the in-kernel shim and drivers/vgsp), built from
+# tinyconfig plus tests/kernel/<arch>.config, booted under QEMU with two CPUs and a
+# timeout. Every KUnit suite (the project's and the kernel's Rust doctests) must pass,
+# as read by the tree's kunit.py.
 #
-# Usage: tests/kernel.sh [x86_64]
-# Caches (outside the checkout): ${VGSP_CACHE:-~/.cache/vgsp}/{bindgen,linux-6.12,build-<arch>}.
+# Usage: tests/kernel.sh [x86_64|arm64]...   (default: both)
+# Caches (outside the checkout): ${VGSP_CACHE:-~/.cache/vgsp}/
+#   bindgen/        bindgen-cli, built once
+#   linux-6.12/     the unpacked source with the overlay applied
+#   build-<arch>/   the build directory (vgsp-crates/: the crates.io crates for it)
 
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
-ARCH=${1:-x86_64}
 CACHE=${VGSP_CACHE:-$HOME/.cache/vgsp}
 TREE=$CACHE/linux-6.12
-BUILD=$CACHE/build-$ARCH
 START=$SECONDS
+ARCHES=("$@")
+[ ${#ARCHES[@]} -gt 0 ] || ARCHES=(x86_64 arm64)
 
 say() { printf '==== [%4ds] %s\n' "$((SECONDS - START))" "$*"; }
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 
-case "$ARCH" in
-x86_64) QEMU=qemu-system-x86_64; IMAGE=arch/x86/boot/bzImage; MAKEARCH=(ARCH=x86_64) ;;
-*) fail "architecture $ARCH is not supported yet (x86_64 is)" ;;
-esac
+# Runs "$@" with output to LOG, printing what it is doing every 30 s.
+run_logged() {
+    local log=$1 what=$2 t=$SECONDS
+    shift 2
+    "$@" >"$log" 2>&1 &
+    local pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null && sleep 1; done
+        kill -0 "$pid" 2>/dev/null &&
+            say "  $what, $((SECONDS - t)) s: $(grep -E '^  [A-Z]' "$log" | tail -n1 | sed 's/^ *//')"
+    done
+    wait "$pid"
+}
+
+for a in "${ARCHES[@]}"; do
+    case "$a" in x86_64 | arm64) ;; *) fail "unknown architecture $a (x86_64, arm64)" ;; esac
+done
 
 need=()
 for p in rustc-web rust-web-src clang lld llvm libclang-dev bc flex bison libelf-dev \
-    libssl-dev cpio python3 xz-utils linux-source-6.12 qemu-system-x86; do
+    libssl-dev cpio python3 xz-utils patch linux-source-6.12 qemu-system-x86 qemu-system-arm; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
 done
 if ((${#need[@]})); then
@@ -56,40 +72,86 @@ if [ ! -f "$TREE/Makefile" ]; then
     tar -xJf /usr/src/linux-source-6.12.tar.xz -C "$TREE.tmp" --strip-components=1 || fail "cannot unpack the kernel source"
     mv "$TREE.tmp" "$TREE"
 fi
+say "dropping the project into the tree (kernel-shim/linux-6.12/apply.sh)"
+kernel-shim/linux-6.12/apply.sh "$TREE" || fail "overlay"
 
-# rustup's rustc comes first in PATH; the tree must use Debian's, for the target
-# crates and the host proc macros alike.
-KMAKE=(make -C "$TREE" O="$BUILD" "${MAKEARCH[@]}" RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
-    HOSTRUSTC=/usr/bin/rustc BINDGEN="$BINDGEN" -j"$(nproc)")
+# The suites the boot must report: the project's, and the kernel's Rust doctests.
+mapfile -t SUITES < <(sed -n 's/^#\[kunit_tests(\([a-z0-9_]*\))\]/\1/p' tests/kunit/*.rs | sort)
+SUITES+=(rust_doctests_kernel)
 
-mkdir -p "$BUILD"
-FRAGMENT=$REPO/tests/kernel/$ARCH.config
-if [ ! -f "$BUILD/.config" ] || [ "$FRAGMENT" -nt "$BUILD/.config" ]; then
-    say "configuring: tinyconfig + tests/kernel/$ARCH.config"
-    "${KMAKE[@]}" tinyconfig >/dev/null || fail "make tinyconfig"
-    (cd "$BUILD" && "$TREE/scripts/kconfig/merge_config.sh" -m .config "$FRAGMENT" >/dev/null) || fail "merge_config"
-    "${KMAKE[@]}" olddefconfig >/dev/null || fail "make olddefconfig"
-    for opt in $(grep -E '^CONFIG_[A-Z0-9_]+=y' "$FRAGMENT" | cut -d= -f1); do
-        grep -q "^$opt=y" "$BUILD/.config" || fail "$opt did not stick (make rustavailable?)"
+tier() {
+    local arch=$1 build=$CACHE/build-$1 qemu image makearch qemu_args console
+    case "$arch" in
+    x86_64)
+        qemu=qemu-system-x86_64 image=arch/x86/boot/bzImage makearch=(ARCH=x86_64)
+        qemu_args=() console=ttyS0
+        ;;
+    arm64)
+        qemu=qemu-system-aarch64 image=arch/arm64/boot/Image makearch=(ARCH=arm64 LLVM=1)
+        qemu_args=(-M virt -cpu cortex-a72 -nic none) console=ttyAMA0
+        ;;
+    esac
+    # rustup's rustc comes first in PATH; the tree must use Debian's, for the target
+    # crates and the host proc macros alike.
+    local kmake=(make -C "$TREE" O="$build" "${makearch[@]}" RUSTC=/usr/bin/rustc
+        RUSTDOC=/usr/bin/rustdoc HOSTRUSTC=/usr/bin/rustc BINDGEN="$BINDGEN" -j"$(nproc)")
+
+    mkdir -p "$build"
+    local fragment=$REPO/tests/kernel/$arch.config
+    if [ ! -f "$build/.config" ] || [ "$fragment" -nt "$build/.config" ]; then
+        say "$arch: configuring: tinyconfig + tests/kernel/$arch.config"
+        "${kmake[@]}" tinyconfig >/dev/null || fail "$arch: make tinyconfig"
+        (cd "$build" && "$TREE/scripts/kconfig/merge_config.sh" -m .config "$fragment" >/dev/null) ||
+            fail "$arch: merge_config"
+        "${kmake[@]}" olddefconfig >/dev/null || fail "$arch: make olddefconfig"
+        for opt in $(grep -E '^CONFIG_[A-Z0-9_]+=y' "$fragment" | cut -d= -f1); do
+            grep -q "^$opt=y" "$build/.config" || fail "$arch: $opt did not stick (make rustavailable?)"
+        done
+    fi
+
+    local t=$SECONDS
+    say "$arch: building the tree's Rust crates (rust/; cold: a few minutes)"
+    run_logged "$build/build-rust.log" "$arch rust/" "${kmake[@]}" rust/ ||
+        { tail -n 30 "$build/build-rust.log"; fail "$arch: building rust/ (log: $build/build-rust.log)"; }
+    if [ ! -f "$build/vgsp-crates/consumer-flags" ] ||
+        [ "$build/rust/libcore.rmeta" -nt "$build/vgsp-crates/consumer-flags" ]; then
+        say "$arch: building zerocopy, bitfield-struct and static_assertions for the tree (about a minute)"
+        tests/kernel/extern-crates.sh "$build" "$build/vgsp-crates" >"$build/extern-crates.log" 2>&1 ||
+            { tail -n 20 "$build/extern-crates.log"; fail "$arch: extern crates (log: $build/extern-crates.log)"; }
+    fi
+    say "$arch: building $image with the driver, the virtual GSP and the suites (cold: about 6 minutes)"
+    run_logged "$build/build.log" "$arch $(basename "$image")" "${kmake[@]}" "$(basename "$image")" ||
+        { grep -E 'error|warning' -A5 "$build/build.log" | head -n 60; fail "$arch: kernel build (log: $build/build.log)"; }
+    if grep -E '^(warning|error)(\[|:)' "$build/build.log" "$build/build-rust.log" | grep -v 'objtool' | head -n 5 | grep -q .; then
+        grep -E '^(warning|error)(\[|:)' -A8 "$build/build.log" | head -n 40
+        fail "$arch: the Rust build printed warnings (log: $build/build.log)"
+    fi
+    say "$arch: built in $((SECONDS - t)) s"
+
+    say "$arch: booting under $qemu -smp 2"
+    t=$SECONDS
+    timeout 300 "$qemu" "${qemu_args[@]}" -kernel "$build/$image" -nographic -no-reboot -m 512 -smp 2 \
+        -append "console=$console panic=-1" >"$build/boot.log" 2>&1 </dev/null || true
+    say "$arch: boot finished in $((SECONDS - t)) s"
+    grep -q 'KTAP version 1' "$build/boot.log" || { tail -n 20 "$build/boot.log"; fail "$arch: no KTAP in the boot log"; }
+
+    local kunit_py=$TREE/tools/testing/kunit/kunit.py out
+    out=$(python3 "$kunit_py" parse "$build/boot.log" 2>&1) ||
+        { echo "$out" | tail -n 40; fail "$arch: kunit.py reports failures (log: $build/boot.log)"; }
+    echo "$out" | grep -E '^\[.*\] (=+ \[(PASSED|FAILED|SKIPPED)\] .* =+|Testing complete)' | sed 's/^\[[^]]*\] /  /'
+    for s in "${SUITES[@]}"; do
+        grep -qP "(?<!not )\bok [0-9]+ $s\b" "$build/boot.log" || fail "$arch: suite $s did not pass (log: $build/boot.log)"
     done
-fi
+    if grep -q 'Kernel panic' "$build/boot.log" &&
+        ! grep -q 'VFS: Unable to mount root fs\|No working init found' "$build/boot.log"; then
+        fail "$arch: kernel panic before the end of the tests (log: $build/boot.log)"
+    fi
+    grep -qE '^\[ *[0-9.]+\] (BUG|WARNING|Oops|Call Trace)' "$build/boot.log" &&
+        fail "$arch: the kernel reported a BUG or WARNING (log: $build/boot.log)"
+    say "kernel tier ($arch): ok, ${#SUITES[@]} suites"
+}
 
-say "building $IMAGE (cold: about 6 minutes; warm: seconds)"
-T=$SECONDS
-"${KMAKE[@]}" "$(basename "$IMAGE")" >"$BUILD/build.log" 2>&1 || { tail -n 30 "$BUILD/build.log"; fail "kernel build (log: $BUILD/build.log)"; }
-say "built in $((SECONDS - T)) s"
-
-say "booting under $QEMU"
-T=$SECONDS
-timeout 300 "$QEMU" -kernel "$BUILD/$IMAGE" -nographic -no-reboot -m 512 -smp 2 \
-    -append 'console=ttyS0 panic=-1' >"$BUILD/boot.log" 2>&1 </dev/null || true
-say "boot finished in $((SECONDS - T)) s"
-grep -q 'KTAP version 1' "$BUILD/boot.log" || { tail -n 20 "$BUILD/boot.log"; fail "no KTAP in the boot log (hang or crash)"; }
-
-KUNIT_PY=$TREE/tools/testing/kunit/kunit.py
-out=$(python3 "$KUNIT_PY" parse "$BUILD/boot.log" 2>&1) || { echo "$out" | tail -n 30; fail "kunit.py reports failures"; }
-echo "$out" | grep -E 'Testing complete'
-if grep -qE 'Kernel panic' "$BUILD/boot.log" && ! grep -q 'VFS: Unable to mount root fs\|No working init found' "$BUILD/boot.log"; then
-    fail "kernel panic before the end of the tests"
-fi
-say "kernel tier ($ARCH): ok"
+for a in "${ARCHES[@]}"; do
+    tier "$a"
+done
+say "kernel tier: ok (${ARCHES[*]})"

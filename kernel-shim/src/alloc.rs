@@ -133,6 +133,10 @@ impl<T> DerefMut for KVec<T> {
 /// A box whose allocation is fallible.
 pub type KBox<T> = Box<T>;
 
+/// A vector that may live in `vmalloc` memory when large, as upstream's `KVVec`: the host
+/// has one allocator, so it is a [`KVec`].
+pub type KVVec<T> = KVec<T>;
+
 impl core::ops::BitOr for Flags {
     type Output = Self;
 

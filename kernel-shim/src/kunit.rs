@@ -4,9 +4,14 @@
 //!
 //! A suite is written once as a module marked `#[kunit_tests(suite_name)]` whose cases
 //! are `#[test]` functions returning `()` or [`Result`]. The attribute keeps each case a
-//! normal `cargo test` test and adds a `KUNIT_SUITE` static describing the suite, which
-//! a runner executes and reports as KTAP version 1: [`crate::host::kunit::run`] on the
-//! host, the kernel's KUnit executor in a kernel tree.
+//! normal `cargo test` test and declares the suite with `kernel::__kunit_suite!`: a
+//! `KUNIT_SUITE` static described by the types below, which a runner executes and
+//! reports as KTAP version 1 — the host's ([`crate::host::kunit`], which also defines
+//! the macro), or in a kernel tree KUnit itself (the in-kernel flavour of the macro
+//! also registers a `struct kunit_suite`).
+//!
+//! This file is shared: the kernel-tree tier adds it unchanged to the tree's `kernel`
+//! crate as `kunit/suite.rs`.
 
 use crate::error::Result;
 
@@ -44,45 +49,4 @@ impl IntoOutcome for Result {
     fn into_outcome(self) -> Result {
         self
     }
-}
-
-/// Declares the suite of a `#[kunit_tests]` module: the `KUNIT_SUITE` static the host's
-/// KTAP runner ([`crate::host::kunit::run`]) executes.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __kunit_suite {
-    ($suite:ident, [$($case:ident),* $(,)?]) => {
-        /// The KUnit suite of this module.
-        pub static KUNIT_SUITE: $crate::kunit::Suite = $crate::kunit::Suite {
-            name: ::core::stringify!($suite),
-            cases: &[$(
-                $crate::kunit::Case {
-                    name: ::core::stringify!($case),
-                    run: || $crate::kunit::IntoOutcome::into_outcome($case()),
-                },
-            )*],
-        };
-    };
-}
-
-/// `assert!` in a `#[kunit_tests]` module: on the host, the standard one (the runner
-/// reports the panic as the case's failure).
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __kunit_assert {
-    ($($arg:tt)*) => { ::core::assert!($($arg)*) };
-}
-
-/// `assert_eq!` in a `#[kunit_tests]` module: on the host, the standard one.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __kunit_assert_eq {
-    ($($arg:tt)*) => { ::core::assert_eq!($($arg)*) };
-}
-
-/// `assert_ne!` in a `#[kunit_tests]` module: on the host, the standard one.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __kunit_assert_ne {
-    ($($arg:tt)*) => { ::core::assert_ne!($($arg)*) };
 }

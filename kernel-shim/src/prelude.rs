@@ -10,6 +10,7 @@ pub use crate::{
     alloc::{
         flags::*,
         KBox,
+        KVVec,
         KVec, //
     },
     error::{

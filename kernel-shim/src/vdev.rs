@@ -6,6 +6,7 @@
 //! interface in every environment that has threads (the host's, and the kernel's in
 //! the in-kernel flavour of the shim).
 //!
+//! - [`device()`]: the device the suites bind their queues to.
 //! - [`SimBar`]: a BAR backed by memory whose doorbell registers wake whoever waits on
 //!   them, the way a write to `NV_PGSP_QUEUE_HEAD` interrupts the GSP.
 //! - [`run_beside`]: runs a device model on a thread of its own while the driver runs on
@@ -23,6 +24,7 @@ use std::{
 
 use crate::{
     alloc::KBox,
+    device::Device,
     error::Result,
     io::{
         Io,
@@ -31,6 +33,15 @@ use crate::{
     },
     time::Delta,
 };
+
+/// Returns the device the suites bind their queues to: the host's simulated GPU.
+///
+/// # Errors
+///
+/// None on the host; the kernel's registers a device and may fail.
+pub fn device() -> Result<&'static Device> {
+    Ok(crate::host::device())
+}
 
 struct Doorbells {
     offsets: Vec<usize>,

@@ -4,6 +4,7 @@
 
 use kernel::prelude::*;
 
+/// The cases of the `nova_core_gsp_cmdq_errors` suite.
 #[kunit_tests(nova_core_gsp_cmdq_errors)]
 pub mod tests {
     use kernel::prelude::*;
@@ -208,7 +209,8 @@ pub mod tests {
     #[test]
     fn oversized_command_is_emsgsize() -> Result {
         let mut pair = Pair::new()?;
-        let mut big = KVec::new();
+        // Beyond what `kmalloc` gives in a kernel: `vmalloc` memory there.
+        let mut big = KVVec::new();
         big.resize(MAX_RPC_PAYLOAD + 1, 0u8, GFP_KERNEL)?;
         let r = pair
             .cmdq

@@ -4,6 +4,7 @@
 
 use kernel::prelude::*;
 
+/// The cases of the `nova_core_gsp_cmdq_rings` suite.
 #[kunit_tests(nova_core_gsp_cmdq_rings)]
 pub mod tests {
     use kernel::prelude::*;

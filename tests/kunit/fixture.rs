@@ -3,11 +3,10 @@
 //! A driver and a virtual GSP sharing one `GspMem`, and a BAR0 to ring.
 
 use kernel::{
-    device::Device,
     dma::DmaView,
-    io::IoRaw,
     prelude::*,
-    time::Delta, //
+    time::Delta,
+    vdev::SimBar, //
 };
 use nova_core::gsp::{
     cmdq::Cmdq,
@@ -18,19 +17,14 @@ use nova_core::gsp::{
 };
 use vgsp::Vgsp;
 
-/// The device the suites bind to.
-pub static DEVICE: Device = Device::new("vgsp-kunit");
-
 /// A short timeout for waits that are expected to fail.
 pub const SHORT: Delta = Delta::from_millis(20);
 /// A timeout for waits that are expected to succeed.
 pub const LONG: Delta = Delta::from_secs(2);
 
-/// A BAR0 backed by plain memory: doorbell writes land there and wake no one.
-pub struct TestBar {
-    _mem: KVec<u32>,
-    raw: IoRaw<BAR0_SIZE>,
-}
+/// A BAR0 backed by memory: doorbell writes land there and wake no one (the cases run
+/// the GSP in turns).
+pub struct TestBar(SimBar<BAR0_SIZE>);
 
 impl TestBar {
     /// Allocates the BAR.
@@ -39,17 +33,12 @@ impl TestBar {
     ///
     /// - `ENOMEM` if the memory cannot be had.
     pub fn new() -> Result<Self> {
-        let mut mem = KVec::new();
-        mem.resize(BAR0_SIZE / 4, 0u32, GFP_KERNEL)?;
-        // SAFETY: `mem` is `BAR0_SIZE` bytes, `u32`-aligned, and lives as long as `raw`: both
-        // are owned by the `TestBar`, and a `KVec`'s buffer does not move with it.
-        let raw = unsafe { IoRaw::new(mem.as_ptr() as usize, BAR0_SIZE)? };
-        Ok(Self { _mem: mem, raw })
+        Ok(Self(SimBar::new(&[])?))
     }
 
     /// Returns the BAR.
     pub fn bar(&self) -> &Bar0 {
-        kernel::io::Io::from_raw(&self.raw)
+        self.0.io()
     }
 
     /// Returns the value of the register at `offset`.
@@ -91,7 +80,7 @@ impl Pair {
     ///
     /// - `ENOMEM` if memory cannot be had.
     pub fn new() -> Result<Self> {
-        let cmdq = Cmdq::new(&DEVICE)?;
+        let cmdq = Cmdq::new(kernel::vdev::device()?)?;
         // SAFETY: `gsp` is dropped before `cmdq`: both live in the returned `Pair`, and
         // fields drop in declaration order.
         let gsp = Vgsp::new(unsafe { gsp_view(&cmdq) })?;

@@ -4,6 +4,7 @@
 
 use kernel::prelude::*;
 
+/// The cases of the `nova_core_gsp_fw` suite.
 #[kunit_tests(nova_core_gsp_fw)]
 pub mod tests {
     use core::mem::{

@@ -5,6 +5,7 @@
 
 use kernel::prelude::*;
 
+/// The cases of the `nova_core_gsp_e2e` suite.
 #[kunit_tests(nova_core_gsp_e2e)]
 pub mod tests {
     use kernel::prelude::*;
@@ -97,7 +98,13 @@ pub mod tests {
             (booted, sent, found, sim.doorbell_count())
         })?;
         let stats = stats?;
-        assert!(booted.is_ok(), "bring-up failed: {booted:?}");
+        assert!(
+            booted.is_ok(),
+            "bring-up failed: {booted:?}; the GSP handled {} commands in {} elements, {} doorbells",
+            stats.commands,
+            stats.elements_in,
+            doorbells
+        );
         assert_eq!(sent, ECHOES);
         assert_eq!(found.bad_replies, 0);
         assert!(found.continuations >= u64::from(ECHOES / 97));

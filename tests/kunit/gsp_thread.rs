@@ -33,10 +33,7 @@ use vgsp::{
     Vgsp, //
 };
 
-use crate::fixture::{
-    gsp_view,
-    DEVICE, //
-};
+use crate::fixture::gsp_view;
 
 /// How long an idle GSP sleeps on the doorbell before it looks at its stop flag again.
 const IDLE_WAIT: Delta = Delta::from_millis(20);
@@ -79,7 +76,7 @@ pub fn with_gsp_thread<R>(
     f: impl FnOnce(&mut Gsp, &Bar0, &SimBar<BAR0_SIZE>) -> R,
 ) -> Result<(R, Result<Stats>)> {
     let bar = SimBar::<BAR0_SIZE>::new(&[NV_PGSP_QUEUE_HEAD::OFFSET])?;
-    let mut gsp = Gsp::new(&DEVICE)?;
+    let mut gsp = Gsp::new(kernel::vdev::device()?)?;
     // SAFETY: The view is used only by the GSP thread, which `run_beside` joins before
     // `gsp` (which owns the memory) is dropped.
     let view = unsafe { gsp_view(&gsp.cmdq) };

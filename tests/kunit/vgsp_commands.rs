@@ -4,6 +4,7 @@
 
 use kernel::prelude::*;
 
+/// The cases of the `vgsp_commands` suite.
 #[kunit_tests(vgsp_commands)]
 pub mod tests {
     use kernel::prelude::*;

@@ -9,16 +9,17 @@
 //! ([`gsp_thread`]). They use nothing but the shim, so the same suites run inside a
 //! kernel.
 
-#![cfg_attr(not(test), no_std)]
+// Kbuild makes every crate `no_std` (`-Zcrate-attr=no_std`); cargo builds need it said.
+#![cfg_attr(not(any(test, CONFIG_RUST)), no_std)]
 
 pub mod fixture;
 pub mod gsp_thread;
 
-mod cmdq_errors;
-mod cmdq_rings;
-mod fw_layout;
-mod gsp_e2e;
-mod vgsp_commands;
+pub mod cmdq_errors;
+pub mod cmdq_rings;
+pub mod fw_layout;
+pub mod gsp_e2e;
+pub mod vgsp_commands;
 
 use kernel::kunit::Suite;
 

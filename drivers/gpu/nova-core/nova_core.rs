@@ -7,7 +7,8 @@
 //! itself ([`gsp::cmdq`]), the doorbell register ([`gsp::regs`]) and the typed RPCs
 //! ([`gsp::commands`]).
 
-#![no_std]
+// Kbuild makes every crate `no_std` (`-Zcrate-attr=no_std`); cargo builds need it said.
+#![cfg_attr(not(CONFIG_RUST), no_std)]
 
 pub mod gsp;
 

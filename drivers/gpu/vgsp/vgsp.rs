@@ -24,7 +24,8 @@
 //! | [`Vgsp::cpu_read_ptr`] | `dma_mb(Full)` after | its load before our `gspq` slot stores | `dma_mb(Full)` in `advance_cpu_read_ptr` |
 //! | [`Vgsp::advance_gsp_write_ptr`] | `dma_mb(Write)` before | our `gspq` slot stores before the pointer store | `dma_mb(Read)` in `gsp_write_ptr` |
 
-#![no_std]
+// Kbuild makes every crate `no_std` (`-Zcrate-attr=no_std`); cargo builds need it said.
+#![cfg_attr(not(CONFIG_RUST), no_std)]
 
 use kernel::{
     dma::DmaView,

@@ -106,17 +106,22 @@ fn rewrite_asserts(tokens: Vec<TokenTree>) -> Vec<TokenTree> {
                 ) && matches!(tokens.peek(), Some(TokenTree::Punct(p)) if p.as_char() == '!')
                     && !matches!(out.last(), Some(TokenTree::Punct(p)) if p.as_char() == ':') =>
             {
+                // Every token of the path gets the span of the user's macro name, so
+                // `file!()` and `line!()` in the expansion name the assertion's line.
                 let span = name.span();
-                for tt in [
-                    TokenTree::Punct(Punct::new(':', Spacing::Joint)),
-                    TokenTree::Punct(Punct::new(':', Spacing::Alone)),
+                let punct = |spacing| {
+                    let mut p = Punct::new(':', spacing);
+                    p.set_span(span);
+                    TokenTree::Punct(p)
+                };
+                out.extend([
+                    punct(Spacing::Joint),
+                    punct(Spacing::Alone),
                     TokenTree::Ident(Ident::new("kernel", span)),
-                    TokenTree::Punct(Punct::new(':', Spacing::Joint)),
-                    TokenTree::Punct(Punct::new(':', Spacing::Alone)),
+                    punct(Spacing::Joint),
+                    punct(Spacing::Alone),
                     TokenTree::Ident(Ident::new(&format!("__kunit_{name}"), span)),
-                ] {
-                    out.push(tt);
-                }
+                ]);
             }
             TokenTree::Group(g) => {
                 let inner = rewrite_asserts(g.stream().into_iter().collect());

@@ -94,3 +94,44 @@ pub fn run(suites: &[&Suite], out: &mut dyn Write) -> std::io::Result<Totals> {
     panic::set_hook(previous);
     result.map(|()| totals)
 }
+
+/// Declares the suite of a `#[kunit_tests]` module: the `KUNIT_SUITE` static the host's
+/// KTAP runner ([`crate::host::kunit::run`]) executes.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kunit_suite {
+    ($suite:ident, [$($case:ident),* $(,)?]) => {
+        /// The KUnit suite of this module.
+        pub static KUNIT_SUITE: $crate::kunit::Suite = $crate::kunit::Suite {
+            name: ::core::stringify!($suite),
+            cases: &[$(
+                $crate::kunit::Case {
+                    name: ::core::stringify!($case),
+                    run: || $crate::kunit::IntoOutcome::into_outcome($case()),
+                },
+            )*],
+        };
+    };
+}
+
+/// `assert!` in a `#[kunit_tests]` module: on the host, the standard one (the runner
+/// reports the panic as the case's failure).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kunit_assert {
+    ($($arg:tt)*) => { ::core::assert!($($arg)*) };
+}
+
+/// `assert_eq!` in a `#[kunit_tests]` module: on the host, the standard one.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kunit_assert_eq {
+    ($($arg:tt)*) => { ::core::assert_eq!($($arg)*) };
+}
+
+/// `assert_ne!` in a `#[kunit_tests]` module: on the host, the standard one.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kunit_assert_ne {
+    ($($arg:tt)*) => { ::core::assert_ne!($($arg)*) };
+}
