@@ -75,6 +75,15 @@ fi
 say "dropping the project into the tree (kernel-shim/linux-6.12/apply.sh)"
 kernel-shim/linux-6.12/apply.sh "$TREE" || fail "overlay"
 
+say "MAINTAINERS: the tree's get_maintainer.pl must find the entries"
+for f in drivers/gpu/nova-core/gsp/cmdq.rs:'NOVA-CORE GSP COMMAND QUEUE' \
+    drivers/gpu/vgsp/vgsp.rs:'NOVA-CORE GSP COMMAND QUEUE' kernel-shim/src/dma.rs:'RUST KERNEL API SHIM'; do
+    out=$("$TREE/scripts/get_maintainer.pl" --no-tree --no-git --no-git-fallback --mpath MAINTAINERS \
+        --roles -f "${f%%:*}" 2>&1) || fail "get_maintainer.pl -f ${f%%:*}: $out"
+    grep -q "maintainer:${f#*:}" <<<"$out" || fail "get_maintainer.pl finds no '${f#*:}' entry for ${f%%:*}: $out"
+    printf '  %s: %s\n' "${f%%:*}" "$(head -n1 <<<"$out")"
+done
+
 # The suites the boot must report: the project's, and the kernel's Rust doctests.
 mapfile -t SUITES < <(sed -n 's/^#\[kunit_tests(\([a-z0-9_]*\))\]/\1/p' tests/kunit/*.rs | sort)
 SUITES+=(rust_doctests_kernel)
@@ -109,7 +118,7 @@ tier() {
         done
     fi
 
-    local t=$SECONDS
+    local t=$SECONDS t0=$SECONDS
     say "$arch: building the tree's Rust crates (rust/; cold: a few minutes)"
     run_logged "$build/build-rust.log" "$arch rust/" "${kmake[@]}" rust/ ||
         { tail -n 30 "$build/build-rust.log"; fail "$arch: building rust/ (log: $build/build-rust.log)"; }
@@ -148,7 +157,7 @@ tier() {
     fi
     grep -qE '^\[ *[0-9.]+\] (BUG|WARNING|Oops|Call Trace)' "$build/boot.log" &&
         fail "$arch: the kernel reported a BUG or WARNING (log: $build/boot.log)"
-    say "kernel tier ($arch): ok, ${#SUITES[@]} suites"
+    say "kernel tier ($arch): ok, ${#SUITES[@]} suites, $((SECONDS - t0)) s for build and boot"
 }
 
 for a in "${ARCHES[@]}"; do

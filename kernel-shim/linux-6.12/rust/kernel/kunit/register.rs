@@ -192,9 +192,12 @@ macro_rules! __kunit_assert {
 #[macro_export]
 macro_rules! __kunit_assert_eq {
     ($left:expr, $right:expr $(,)?) => {
-        $crate::__kunit_assert_eq!($left, $right, "")
+        $crate::__kunit_assert_eq!(@check $left, $right, ::core::format_args!("`left == right`"))
     };
     ($left:expr, $right:expr, $($arg:tt)+) => {
+        $crate::__kunit_assert_eq!(@check $left, $right, ::core::format_args!($($arg)+))
+    };
+    (@check $left:expr, $right:expr, $what:expr) => {
         match (&$left, &$right) {
             (left, right) => {
                 if !(*left == *right) {
@@ -202,8 +205,8 @@ macro_rules! __kunit_assert_eq {
                         ::core::file!(),
                         ::core::line!(),
                         ::core::format_args!(
-                            "assertion `left == right` failed: {}\n    left: {:?}\n    right: {:?}",
-                            ::core::format_args!($($arg)+),
+                            "assertion failed: {}\n    left: {:?}\n    right: {:?}",
+                            $what,
                             left,
                             right
                         ),
@@ -219,20 +222,19 @@ macro_rules! __kunit_assert_eq {
 #[macro_export]
 macro_rules! __kunit_assert_ne {
     ($left:expr, $right:expr $(,)?) => {
-        $crate::__kunit_assert_ne!($left, $right, "")
+        $crate::__kunit_assert_ne!(@check $left, $right, ::core::format_args!("`left != right`"))
     };
     ($left:expr, $right:expr, $($arg:tt)+) => {
+        $crate::__kunit_assert_ne!(@check $left, $right, ::core::format_args!($($arg)+))
+    };
+    (@check $left:expr, $right:expr, $what:expr) => {
         match (&$left, &$right) {
             (left, right) => {
                 if *left == *right {
                     $crate::kunit::__fail(
                         ::core::file!(),
                         ::core::line!(),
-                        ::core::format_args!(
-                            "assertion `left != right` failed: {}\n    both: {:?}",
-                            ::core::format_args!($($arg)+),
-                            left
-                        ),
+                        ::core::format_args!("assertion failed: {}\n    both: {:?}", $what, left),
                     )
                 }
             }
