@@ -92,7 +92,7 @@ kunit_py() {
         local tarball
         tarball=$(ls /usr/src/linux-source-6.12*.tar.xz 2>/dev/null | head -n1)
         [ -n "$tarball" ] || fail "no /usr/src/linux-source-6.12*.tar.xz; install linux-source-6.12"
-        step "unpacking tools/testing/kunit from $tarball (once)"
+        step "unpacking tools/testing/kunit from $tarball (once)" >&2
         mkdir -p "$dir.tmp"
         tar -xJf "$tarball" -C "$dir.tmp" --strip-components=1 --wildcards '*/tools/testing/kunit/*' ||
             fail "cannot unpack kunit.py from $tarball"

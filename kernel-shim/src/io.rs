@@ -8,7 +8,7 @@
 //! own. The `_relaxed` accessors carry no barrier, like `writel_relaxed`.
 //!
 //! A region backed by memory instead of a device (a simulated BAR, as
-//! [`crate::vdev::SimBar`]) carries an [`MmioWriteObserver`]: the simulated device, told
+//! `kernel::vdev::SimBar`) carries an [`MmioWriteObserver`]: the simulated device, told
 //! of every register write the way real hardware sees it on the bus.
 
 pub mod poll;

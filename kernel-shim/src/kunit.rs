@@ -6,7 +6,7 @@
 //! are `#[test]` functions returning `()` or [`Result`]. The attribute keeps each case a
 //! normal `cargo test` test and declares the suite with `kernel::__kunit_suite!`: a
 //! `KUNIT_SUITE` static described by the types below, which a runner executes and
-//! reports as KTAP version 1 — the host's ([`crate::host::kunit`], which also defines
+//! reports as KTAP version 1 — the host's (`kernel::host::kunit`, which also defines
 //! the macro), or in a kernel tree KUnit itself (the in-kernel flavour of the macro
 //! also registers a `struct kunit_suite`).
 //!

@@ -108,7 +108,7 @@ pub fn dma_mb<T: MemoryBarrier>(_: T) {
 }
 
 /// A DMA memory barrier, under the model: a loom fence, recorded and mutable by the
-/// caller's source location ([`crate::model`]).
+/// caller's source location (`kernel::model`).
 #[cfg(loom)]
 #[track_caller]
 pub fn dma_mb<T: MemoryBarrier>(_: T) {
