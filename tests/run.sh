@@ -12,8 +12,9 @@
 #      (core + alloc only) with Debian's rustc-web;
 #   5. ordering: the loom scenarios of the real driver and virtual GSP, each
 #      execution decided by the Linux DMA contract checker, the seed's pre-fix
-#      barrier placement failing as a regression test, and every barrier mutant
-#      killed (`cargo xtask ordering-mutants`);
+#      barrier placement failing as a regression test, every barrier mutant
+#      killed (`cargo xtask ordering-mutants`), and the mbarrier used by three
+#      agents at once under loom;
 #   6. aarch64: the same tests cross-built for aarch64-unknown-linux-gnu and run
 #      under qemu-aarch64, the barrier instructions checked in the binary, and
 #      the aarch64 KTAP through kunit.py.
@@ -144,6 +145,12 @@ RUSTFLAGS="--cfg loom" cargo test -p vgsp-model --release --test ordering --targ
     -- --test-threads=1 --nocapture 2>&1 | tee target/ordering.log | grep -E 'loom executions|test result|FAILED|panicked'
 [ "${PIPESTATUS[0]}" = 0 ] || fail "ordering scenarios (see target/ordering.log)"
 pass "ordering scenarios"
+
+step "ordering: the mbarrier with three agents under loom (--cfg loom)"
+RUSTFLAGS="--cfg loom" cargo test -p vgsp-model --release --test mbarrier --target-dir target/model 2>&1 |
+    tee target/mbarrier-loom.log | grep -E 'test result|FAILED|panicked'
+[ "${PIPESTATUS[0]}" = 0 ] || fail "mbarrier under loom (see target/mbarrier-loom.log)"
+pass "mbarrier under loom"
 
 step "ordering: barrier mutants (cargo xtask ordering-mutants)"
 cargo xtask ordering-mutants | tee target/mutants.log | grep -vE '^ {10}by ' ||

@@ -39,6 +39,7 @@ copy() { # copy SRC DST-in-tree, only when different
 copy "$SHIM/src/dma.rs" rust/kernel/dma.rs
 copy "$SHIM/src/io.rs" rust/kernel/io.rs
 copy "$SHIM/src/io/poll.rs" rust/kernel/io/poll.rs
+copy "$SHIM/src/sync/atomic.rs" rust/kernel/sync/atomic.rs
 copy "$SHIM/src/sync/barrier.rs" rust/kernel/sync/barrier.rs
 copy "$SHIM/src/time.rs" rust/kernel/time/delta.rs
 copy "$SHIM/src/kunit.rs" rust/kernel/kunit/suite.rs

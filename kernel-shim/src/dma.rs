@@ -28,6 +28,7 @@ use crate::{
         },
         Result, //
     },
+    sync::atomic::AtomicU64,
 };
 
 /// Types that may be created from any bit pattern, including all zeroes.
@@ -249,6 +250,18 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
         Ok(())
     }
 
+    /// Returns the 64-bit atomic word `offset` bytes into the allocation, for state that
+    /// the CPU and the device update with atomic operations (an `mbarrier`).
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if the word is unaligned or outside the allocation.
+    /// - `EOPNOTSUPP` under the model backend, which does not model atomics in shared
+    ///   memory (its scenarios give a barrier its own word).
+    pub fn atomic_u64(&self, offset: usize) -> Result<&AtomicU64> {
+        self.device_view().atomic_u64(offset)
+    }
+
     /// Returns the device's view of this allocation, for a simulated device that shares
     /// the CPU's address space.
     pub fn device_view(&self) -> DmaView<'_> {
@@ -375,6 +388,30 @@ impl<'a> DmaView<'a> {
         // borrow.
         unsafe { copy_out(src.as_ptr(), p, src.len()) };
         Ok(())
+    }
+}
+
+impl<'a> DmaView<'a> {
+    /// Returns the 64-bit atomic word at `offset`, for state that the agents sharing the
+    /// memory update only with atomic operations (an `mbarrier`).
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if the word is unaligned or outside the view.
+    /// - `EOPNOTSUPP` under the model backend, which does not model atomics in shared
+    ///   memory (its scenarios give a barrier its own word).
+    pub fn atomic_u64(&self, offset: usize) -> Result<&'a AtomicU64> {
+        let p = self.range(offset, 8, 8)?;
+        #[cfg(loom)]
+        {
+            let _ = p;
+            Err(crate::error::code::EOPNOTSUPP)
+        }
+        #[cfg(not(loom))]
+        // SAFETY: `p` is 8-byte aligned and inside the view (checked above), valid for `'a`
+        // by the type invariant; `AtomicU64` has the size and alignment of `u64`, and the
+        // sharing protocol accesses this word only atomically.
+        Ok(unsafe { &*p.cast::<AtomicU64>() })
     }
 }
 

@@ -2,4 +2,5 @@
 
 //! Synchronisation primitives.
 
+pub mod atomic;
 pub mod barrier;

@@ -3,7 +3,12 @@
 //! A driver and a virtual GSP sharing one `GspMem`, and a BAR0 to ring.
 
 use kernel::{
-    dma::DmaView,
+    dma::{
+        AsBytes,
+        CoherentAllocation,
+        DmaView,
+        FromBytes, //
+    },
     prelude::*,
     time::Delta,
     vdev::SimBar, //
@@ -54,10 +59,18 @@ impl TestBar {
 ///
 /// The returned view must not be used after `cmdq` is dropped.
 pub unsafe fn gsp_view(cmdq: &Cmdq) -> DmaView<'static> {
-    let mem = cmdq.gsp_mem();
+    // SAFETY: The caller's contract: the queue owns the memory.
+    unsafe { device_view(cmdq.gsp_mem()) }
+}
+
+/// Returns the device's view of `mem`, unbounded by a borrow.
+///
+/// # Safety
+///
+/// The returned view must not be used after `mem` is dropped.
+pub unsafe fn device_view<T: AsBytes + FromBytes>(mem: &CoherentAllocation<T>) -> DmaView<'static> {
     // SAFETY: The allocation is `size()` bytes, page aligned, and stays where it is while
-    // `cmdq` lives (it is heap memory owned by the queue); the caller promises not to use
-    // the view longer.
+    // it lives (it is heap memory); the caller promises not to use the view longer.
     unsafe { DmaView::from_raw_parts(mem.start_ptr().cast_mut().cast::<u8>(), mem.size()) }
 }
 

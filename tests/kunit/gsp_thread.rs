@@ -75,6 +75,20 @@ pub fn with_gsp_thread<R>(
     log_every: u64,
     f: impl FnOnce(&mut Gsp, &Bar0, &SimBar<BAR0_SIZE>) -> R,
 ) -> Result<(R, Result<Stats>)> {
+    with_gsp_thread_and(log_every, |_| Ok(()), f)
+}
+
+/// [`with_gsp_thread`], with `setup` applied to the GSP on its thread before it serves
+/// (to map the copy engine's windows, say).
+///
+/// # Errors
+///
+/// As [`with_gsp_thread`]; an error of `setup` is the GSP's.
+pub fn with_gsp_thread_and<R>(
+    log_every: u64,
+    setup: impl FnOnce(&mut Vgsp<'static>) -> Result + Send,
+    f: impl FnOnce(&mut Gsp, &Bar0, &SimBar<BAR0_SIZE>) -> R,
+) -> Result<(R, Result<Stats>)> {
     let bar = SimBar::<BAR0_SIZE>::new(&[NV_PGSP_QUEUE_HEAD::OFFSET])?;
     let mut gsp = Gsp::new(kernel::vdev::device()?)?;
     // SAFETY: The view is used only by the GSP thread, which `run_beside` joins before
@@ -86,7 +100,7 @@ pub fn with_gsp_thread<R>(
         || {
             let mut fw = Vgsp::new(view)?;
             fw.set_log_every(log_every);
-            let served = serve(&mut fw, &bar, &stop);
+            let served = setup(&mut fw).and_then(|()| serve(&mut fw, &bar, &stop));
             stats = Some(fw.stats);
             served
         },

@@ -17,8 +17,10 @@ pub mod gsp_thread;
 
 pub mod cmdq_errors;
 pub mod cmdq_rings;
+pub mod copy_engine;
 pub mod fw_layout;
 pub mod gsp_e2e;
+pub mod mbarrier;
 pub mod vgsp_commands;
 
 use kernel::kunit::Suite;
@@ -30,4 +32,6 @@ pub static SUITES: &[&Suite] = &[
     &cmdq_errors::tests::KUNIT_SUITE,
     &vgsp_commands::tests::KUNIT_SUITE,
     &gsp_e2e::tests::KUNIT_SUITE,
+    &mbarrier::tests::KUNIT_SUITE,
+    &copy_engine::tests::KUNIT_SUITE,
 ];

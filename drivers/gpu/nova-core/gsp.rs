@@ -2,6 +2,7 @@
 
 //! The GPU System Processor: its command queue and its bring-up.
 
+pub mod ce;
 pub mod cmdq;
 pub mod commands;
 pub mod fw;

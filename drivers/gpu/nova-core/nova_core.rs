@@ -5,12 +5,14 @@
 //! This crate holds the part of nova-core that talks to the GPU System Processor (GSP)
 //! through the shared-memory message queues: the queue layout ([`gsp::fw`]), the queue
 //! itself ([`gsp::cmdq`]), the doorbell register ([`gsp::regs`]) and the typed RPCs
-//! ([`gsp::commands`]).
+//! ([`gsp::commands`]); and the GPU's phase barrier ([`mbarrier`]), which the GSP's
+//! copy engine signals.
 
 // Kbuild makes every crate `no_std` (`-Zcrate-attr=no_std`); cargo builds need it said.
 #![cfg_attr(not(CONFIG_RUST), no_std)]
 
 pub mod gsp;
+pub mod mbarrier;
 
 /// The prefix of this crate's log lines, as `module!` defines it for a kernel module.
 const __LOG_PREFIX: &[u8] = b"nova_core\0";

@@ -39,6 +39,7 @@ use kernel::{
 };
 use nova_core::gsp::{
     commands::{
+        CeCopy,
         GspInitDone,
         GspSetSystemInfo,
         GspStaticConfigInfo,
@@ -59,6 +60,10 @@ use nova_core::gsp::{
         MSGQ_READ_PTR_OFFSET,
         MSGQ_WRITE_PTR_OFFSET, //
     },
+};
+use nova_core::mbarrier::{
+    self,
+    Mbarrier, //
 };
 use zerocopy::{
     FromBytes,
@@ -95,6 +100,30 @@ pub struct Stats {
     pub events: u64,
     /// Malformed commands answered with an error reply.
     pub malformed: u64,
+    /// Copy-engine copies finished.
+    pub copies: u64,
+    /// Copy-engine copies abandoned because their barrier refused a `complete_tx`.
+    pub copy_faults: u64,
+}
+
+/// The most DMA windows the copy engine can reach.
+const MAX_DMA_WINDOWS: usize = 4;
+
+/// Memory the environment lets the GSP reach by bus address (its IOMMU mappings).
+#[derive(Clone, Copy)]
+struct DmaWindow<'a> {
+    bus: u64,
+    view: DmaView<'a>,
+}
+
+/// A copy-engine transfer in progress.
+struct CopyJob<'a> {
+    src: (DmaView<'a>, usize),
+    dst: (DmaView<'a>, usize),
+    barrier: Mbarrier<'a>,
+    len: usize,
+    done: usize,
+    chunk: usize,
 }
 
 /// A message waiting to be sent, possibly partly sent already.
@@ -136,6 +165,8 @@ pub struct Vgsp<'a> {
     system_info: Option<GspSetSystemInfo>,
     registry_entries: Option<u32>,
     log_every: u64,
+    windows: KVec<DmaWindow<'a>>,
+    copy: Option<CopyJob<'a>>,
     /// What the GSP has done so far.
     pub stats: Stats,
 }
@@ -167,7 +198,35 @@ impl<'a> Vgsp<'a> {
             system_info: None,
             registry_entries: None,
             log_every: 0,
+            windows: KVec::new(),
+            copy: None,
             stats: Stats::default(),
+        })
+    }
+
+    /// Lets the copy engine reach `view` at bus address `bus` (an IOMMU mapping).
+    ///
+    /// # Errors
+    ///
+    /// - `ENOSPC` if [`MAX_DMA_WINDOWS`] windows are mapped already.
+    /// - `EINVAL` if the window wraps the bus address space.
+    /// - `ENOMEM` if memory cannot be had.
+    pub fn map_dma(&mut self, bus: u64, view: DmaView<'a>) -> Result {
+        if self.windows.len() >= MAX_DMA_WINDOWS {
+            return Err(ENOSPC);
+        }
+        // CAST: a view's length fits in 64 bits.
+        bus.checked_add(view.len() as u64).ok_or(EINVAL)?;
+        self.windows.push(DmaWindow { bus, view }, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Returns the mapped view holding `len` bytes at bus address `bus`, and the offset
+    /// in it.
+    fn translate(&self, bus: u64, len: usize) -> Option<(DmaView<'a>, usize)> {
+        self.windows.iter().find_map(|w| {
+            let off = usize::try_from(bus.checked_sub(w.bus)?).ok()?;
+            (off.checked_add(len)? <= w.view.len()).then_some((w.view, off))
         })
     }
 
@@ -291,6 +350,10 @@ impl<'a> Vgsp<'a> {
         if self.outbox_head > 0 {
             self.outbox.clear();
             self.outbox_head = 0;
+        }
+        if self.copy.is_some() {
+            self.copy_chunk()?;
+            return Ok(Progress::Worked);
         }
         let wptr = self.cpu_write_ptr()?;
         if wptr == self.gsp_read_ptr {
@@ -442,6 +505,14 @@ impl<'a> Vgsp<'a> {
                 self.reply(function, sequence, out)?;
             }
             function::UNLOADING_GUEST_DRIVER => self.reply(function, sequence, KVec::new())?,
+            function::VGSP_CE_COPY => match self.accept_copy(&payload) {
+                Some(job) => {
+                    // Acknowledge first: the bytes land in the steps after the reply.
+                    self.reply(function, sequence, KVec::new())?;
+                    self.copy = Some(job);
+                }
+                None => return self.reject(function, sequence),
+            },
             _ => {
                 self.queue(function, sequence, fw::NV_ERR_NOT_SUPPORTED, KVec::new())?;
                 self.stats.replies += 1;
@@ -453,6 +524,62 @@ impl<'a> Vgsp<'a> {
             line.extend_from_slice(text.as_bytes(), GFP_KERNEL)?;
             self.event(function::UCODE_LIBOS_PRINT, line)?;
         }
+        Ok(())
+    }
+
+    /// Validates a copy request: every range inside a mapped window, the barrier word
+    /// aligned, the sizes within the barrier's and the bounce buffer's limits.
+    fn accept_copy(&self, payload: &[u8]) -> Option<CopyJob<'a>> {
+        if self.copy.is_some() {
+            return None;
+        }
+        let req = CeCopy::read_from_bytes(payload).ok()?;
+        let len = usize::try_from(req.len).ok()?;
+        let chunk = usize::try_from(req.chunk).ok()?;
+        if req.len == 0 || req.len > mbarrier::MAX_COUNT || chunk == 0 || chunk > self.rx_buf.len()
+        {
+            return None;
+        }
+        let (view, off) = self.translate(req.barrier, 8)?;
+        let barrier = Mbarrier::new(view.atomic_u64(off).ok()?);
+        Some(CopyJob {
+            src: self.translate(req.src, len)?,
+            dst: self.translate(req.dst, len)?,
+            barrier,
+            len,
+            done: 0,
+            chunk,
+        })
+    }
+
+    /// Lands the next chunk of the copy in progress and reports it on its barrier.
+    fn copy_chunk(&mut self) -> Result {
+        let Some(job) = self.copy.as_mut() else {
+            return Ok(());
+        };
+        let n = job.chunk.min(job.len - job.done);
+        let buf = &mut self.rx_buf[..n];
+        job.src.0.read_bytes(job.src.1 + job.done, buf)?;
+        job.dst.0.write_bytes(job.dst.1 + job.done, buf)?;
+        job.done += n;
+        // CAST: `n <= len <= mbarrier::MAX_COUNT`, checked in `accept_copy`.
+        let reported = job.barrier.complete_tx(n as u32);
+        let finished = job.done == job.len;
+        match reported {
+            Ok(()) if !finished => return Ok(()),
+            Ok(()) => self.stats.copies += 1,
+            Err(rule) => {
+                self.stats.copy_faults += 1;
+                let mut line = KVec::new();
+                line.extend_from_slice(
+                    b"vgsp: copy engine: barrier refused complete_tx: ",
+                    GFP_KERNEL,
+                )?;
+                line.extend_from_slice(rule.name().as_bytes(), GFP_KERNEL)?;
+                self.event(function::UCODE_LIBOS_PRINT, line)?;
+            }
+        }
+        self.copy = None;
         Ok(())
     }
 

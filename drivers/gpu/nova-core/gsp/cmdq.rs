@@ -283,6 +283,7 @@ pub fn is_known_function(function: u32) -> bool {
             | function::GSP_INIT_DONE
             | function::OS_ERROR_LOG
             | function::UCODE_LIBOS_PRINT
+            | function::VGSP_CE_COPY
     )
 }
 

@@ -281,3 +281,34 @@ impl CommandToGsp for UnloadingGuestDriver {
         self.as_bytes()
     }
 }
+
+/// `VGSP_CE_COPY`: asks the (virtual) GSP's copy engine to copy `len` bytes from bus
+/// address `src` to bus address `dst` in chunks of `chunk` bytes, reporting each chunk
+/// with `complete_tx` on the `mbarrier` whose word is at bus address `barrier`. The GSP
+/// acknowledges with an empty reply before the first byte lands.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct CeCopy {
+    /// Where the bytes come from.
+    pub src: u64,
+    /// Where they go.
+    pub dst: u64,
+    /// The barrier word (8-byte aligned).
+    pub barrier: u64,
+    /// How many bytes.
+    pub len: u32,
+    /// Bytes per `complete_tx`.
+    pub chunk: u32,
+}
+
+const_assert_eq!(core::mem::size_of::<CeCopy>(), 32);
+
+impl CommandToGsp for CeCopy {
+    const FUNCTION: u32 = function::VGSP_CE_COPY;
+
+    fn payload(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}

@@ -102,6 +102,9 @@ pub mod function {
     pub const GSP_SET_SYSTEM_INFO: u32 = 72;
     /// `SET_REGISTRY`.
     pub const SET_REGISTRY: u32 = 73;
+    /// `VGSP_CE_COPY`: a copy by the virtual GSP's copy engine, signalled on an
+    /// `mbarrier`. Not an r570 function: the virtual GSP's own, numbered clear of them.
+    pub const VGSP_CE_COPY: u32 = 0x0f01;
     /// The first event number: functions at or above it are sent by the GSP unasked.
     pub const FIRST_EVENT: u32 = 0x1000;
     /// `GSP_INIT_DONE`.
@@ -123,6 +126,7 @@ pub mod function {
             GSP_INIT_DONE => "GSP_INIT_DONE",
             OS_ERROR_LOG => "OS_ERROR_LOG",
             UCODE_LIBOS_PRINT => "UCODE_LIBOS_PRINT",
+            VGSP_CE_COPY => "VGSP_CE_COPY",
             _ => "UNKNOWN",
         }
     }

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Copies by the GSP's copy engine, signalled on an [`Mbarrier`].
+//!
+//! The driver owns a [`CopyArena`]: coherent memory holding the barrier word at
+//! [`CopyArena::BARRIER`] (its own page, so the copies never touch it) and the data
+//! from [`CopyArena::DATA`]. A copy goes:
+//!
+//! 1. the driver arms the barrier for `len` bytes ([`Mbarrier::arrive_expect_tx`]:
+//!    pending 0, tx `len`) and sends [`CeCopy`] with bus addresses;
+//! 2. the GSP acknowledges, then lands the bytes a chunk at a time, reporting each
+//!    chunk with [`Mbarrier::complete_tx`] (a release: the chunk's bytes are visible to
+//!    whoever observes the completion);
+//! 3. the phase completes when the last byte lands; the driver waits on the parity
+//!    of the phase it armed ([`Mbarrier::test_wait_parity`], an acquire) and then reads
+//!    the destination.
+
+use kernel::{
+    device::Device, dma::CoherentAllocation, io::poll::read_poll_timeout, prelude::*, time::Delta,
+};
+
+use crate::{
+    gsp::{
+        cmdq::Cmdq,
+        commands::CeCopy,
+        fw::{
+            self,
+            function, //
+        },
+        regs::Bar0,
+    },
+    mbarrier::{
+        Mbarrier,
+        MAX_COUNT, //
+    },
+};
+
+/// How often the driver looks at the barrier while it waits.
+const POLL_INTERVAL: Delta = Delta::from_micros(1);
+
+/// Coherent memory for copy-engine transfers: a barrier and a data area.
+pub struct CopyArena {
+    mem: CoherentAllocation<u8>,
+}
+
+/// A copy started with [`CopyArena::start_copy`], to finish with
+/// [`CopyArena::finish_copy`].
+#[must_use = "a started copy must be finished, or the barrier stays armed"]
+pub struct CopyInFlight {
+    parity: u8,
+    sequence: u32,
+}
+
+impl CopyArena {
+    /// The offset of the barrier word.
+    pub const BARRIER: usize = 0;
+    /// The offset of the data area.
+    pub const DATA: usize = 0x1000;
+
+    /// Allocates an arena with `data_len` bytes of data and initialises its barrier for
+    /// one arrival per phase.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if the memory cannot be had.
+    /// - `EINVAL` if `data_len` is zero.
+    pub fn new(dev: &Device, data_len: usize) -> Result<Self> {
+        if data_len == 0 {
+            return Err(EINVAL);
+        }
+        let mem = CoherentAllocation::<u8>::alloc_coherent(
+            dev,
+            Self::DATA.checked_add(data_len).ok_or(EINVAL)?,
+            GFP_KERNEL,
+        )?;
+        let arena = Self { mem };
+        arena.barrier()?.init(1)?;
+        Ok(arena)
+    }
+
+    /// Returns the barrier.
+    ///
+    /// # Errors
+    ///
+    /// - `EOPNOTSUPP` where shared atomics are not modelled.
+    pub fn barrier(&self) -> Result<Mbarrier<'_>> {
+        Ok(Mbarrier::new(self.mem.atomic_u64(Self::BARRIER)?))
+    }
+
+    /// Returns the memory, for the device's view of it.
+    pub fn mem(&self) -> &CoherentAllocation<u8> {
+        &self.mem
+    }
+
+    /// Returns the bus address of data offset `offset`.
+    pub fn bus_addr(&self, offset: usize) -> u64 {
+        // CAST: offsets inside an allocation fit in 64 bits.
+        self.mem.dma_handle() + (Self::DATA + offset) as u64
+    }
+
+    /// Returns the size of the data area.
+    pub fn data_len(&self) -> usize {
+        self.mem.size() - Self::DATA
+    }
+
+    /// Writes `bytes` at data offset `offset`.
+    ///
+    /// # Errors
+    ///
+    /// - `EOVERFLOW` if the range leaves the data area.
+    pub fn write(&mut self, offset: usize, bytes: &[u8]) -> Result {
+        let at = Self::DATA.checked_add(offset).ok_or(EOVERFLOW)?;
+        // SAFETY: No copy is in flight (`finish_copy` ended the last one, and starting one
+        // borrows the arena), so the device touches none of these bytes.
+        unsafe { self.mem.write_raw(at, bytes) }
+    }
+
+    /// Reads `out.len()` bytes at data offset `offset`.
+    ///
+    /// # Errors
+    ///
+    /// - `EOVERFLOW` if the range leaves the data area.
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result {
+        let at = Self::DATA.checked_add(offset).ok_or(EOVERFLOW)?;
+        // SAFETY: The caller reads after `finish_copy`, whose wait acquired the bytes the
+        // device landed; otherwise it only observes them.
+        unsafe { self.mem.read_raw(at, out) }
+    }
+
+    /// Arms the barrier for `len` bytes and asks the GSP to copy them from data offset
+    /// `src` to data offset `dst`, `chunk` bytes at a time.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if `len` or `chunk` is zero or too large, a range leaves the data
+    ///   area, or the barrier refuses the arrival (a copy still in flight).
+    /// - Any error of [`Cmdq::send_command`].
+    pub fn start_copy(
+        &self,
+        cmdq: &mut Cmdq,
+        bar: &Bar0,
+        src: usize,
+        dst: usize,
+        len: u32,
+        chunk: u32,
+    ) -> Result<CopyInFlight> {
+        let fits = |off: usize| {
+            off.checked_add(len as usize)
+                .is_some_and(|end| end <= self.data_len())
+        };
+        // CAST: `u32` fits `usize` on every supported architecture.
+        if len == 0
+            || len > MAX_COUNT
+            || chunk == 0
+            || chunk as usize > fw::GSP_MSG_QUEUE_ELEMENT_SIZE_MAX
+            || !fits(src)
+            || !fits(dst)
+        {
+            return Err(EINVAL);
+        }
+        let barrier = self.barrier()?;
+        let parity = barrier.snapshot().parity;
+        barrier.arrive_expect_tx(len)?;
+        let sequence = cmdq.send_command(
+            bar,
+            &CeCopy {
+                src: self.bus_addr(src),
+                dst: self.bus_addr(dst),
+                barrier: self.mem.dma_handle() + Self::BARRIER as u64,
+                len,
+                chunk,
+            },
+        )?;
+        Ok(CopyInFlight { parity, sequence })
+    }
+
+    /// Waits for the GSP's acknowledgement and for the barrier phase of `copy` to
+    /// complete; the destination bytes may be read afterwards.
+    ///
+    /// # Errors
+    ///
+    /// - `EIO` if the GSP refused the copy; the barrier is then re-initialised.
+    /// - `ETIMEDOUT` if the acknowledgement or the last byte does not come within
+    ///   `timeout` each.
+    /// - Any error of [`Cmdq::receive_msg`].
+    pub fn finish_copy(&self, cmdq: &mut Cmdq, copy: CopyInFlight, timeout: Delta) -> Result {
+        let barrier = self.barrier()?;
+        let ack = loop {
+            let msg = cmdq.receive_msg(timeout)?;
+            if msg.function == function::VGSP_CE_COPY && msg.sequence == copy.sequence {
+                break msg;
+            }
+        };
+        if ack.rpc_result != fw::NV_OK {
+            // Nothing will land: disarm the barrier for the next copy.
+            barrier.inval()?;
+            barrier.init(1)?;
+            return Err(EIO);
+        }
+        read_poll_timeout(
+            || Ok(barrier.test_wait_parity(copy.parity)?),
+            |done| *done,
+            POLL_INTERVAL,
+            timeout,
+        )?;
+        Ok(())
+    }
+
+    /// Copies `len` bytes from data offset `src` to `dst` through the GSP's copy engine
+    /// ([`CopyArena::start_copy`] then [`CopyArena::finish_copy`]), for a GSP that runs on
+    /// its own.
+    ///
+    /// # Errors
+    ///
+    /// As the two steps.
+    #[expect(clippy::too_many_arguments, reason = "one per field of the request")]
+    pub fn copy(
+        &self,
+        cmdq: &mut Cmdq,
+        bar: &Bar0,
+        src: usize,
+        dst: usize,
+        len: u32,
+        chunk: u32,
+        timeout: Delta,
+    ) -> Result {
+        let copy = self.start_copy(cmdq, bar, src, dst, len, chunk)?;
+        self.finish_copy(cmdq, copy, timeout)
+    }
+}

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `mbarrier-trace FILE`: runs `mbarrier` operations, one per line, on one barrier and
+//! prints one line per operation, for conformance checking against other models.
+//!
+//! Input: `init N`, `inval`, `arrive [N]`, `arrive_nocomplete [N]`, `arrive_drop [N]`
+//! (N defaults to 1), `expect_tx N`, `arrive_expect_tx N`, `complete_tx N`,
+//! `test_wait T`, `try_wait T` (T: a phase number an arrival returned),
+//! `try_wait_parity P`; `#` starts a comment, blank lines are skipped.
+//!
+//! Output: `<op> -> phase=<P> parity=<0|1> pending=<n> expected=<n> tx=<n>
+//! result=<token:<phase>|true|false|ok>`, or `<op> -> error=<RULE>` (state unchanged; the
+//! rule names are `nova_core::mbarrier::Rule::name`). `<op>` is the line without its
+//! comment, with single spaces. The barrier's word has two phase bits; the full phase
+//! number is counted here, and a wait on a phase that is neither the current nor the
+//! previous one is refused with `WAIT_PHASE_RANGE` by that count.
+//!
+//! Exit status: 0 when every line was read, whatever the operations gave; 2 with a
+//! message naming the line when a line cannot be parsed or the file cannot be read.
+
+use std::{
+    io::Write,
+    process::ExitCode, //
+};
+
+use kernel::sync::atomic::AtomicU64;
+use nova_core::mbarrier::{
+    Mbarrier,
+    Rule,
+    Token, //
+};
+
+/// One parsed operation.
+#[derive(Clone, Copy)]
+enum Op {
+    Init(u32),
+    Inval,
+    Arrive(u32),
+    ArriveNoComplete(u32),
+    ArriveDrop(u32),
+    ExpectTx(u32),
+    ArriveExpectTx(u32),
+    CompleteTx(u32),
+    TestWait(u64),
+    TryWait(u64),
+    TryWaitParity(u32),
+}
+
+/// A number argument: values beyond `u32` are kept as `u32::MAX`, which every range
+/// check refuses, so that the barrier reports the rule rather than the parser.
+fn number(word: &str) -> Result<u64, String> {
+    word.parse::<u64>()
+        .map_err(|_| format!("'{word}' is not a non-negative integer"))
+}
+
+fn small(word: &str) -> Result<u32, String> {
+    Ok(u32::try_from(number(word)?).unwrap_or(u32::MAX))
+}
+
+fn parse(line: &str) -> Result<Option<(String, Op)>, String> {
+    let text = line.split('#').next().unwrap_or("");
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let Some((&name, args)) = words.split_first() else {
+        return Ok(None);
+    };
+    let one = |default: Option<u32>| -> Result<u32, String> {
+        match (args, default) {
+            ([], Some(d)) => Ok(d),
+            ([n], _) => small(n),
+            _ => Err(format!(
+                "'{name}' takes {} argument",
+                if default.is_some() {
+                    "at most one"
+                } else {
+                    "one"
+                }
+            )),
+        }
+    };
+    let op = match name {
+        "init" => Op::Init(one(None)?),
+        "inval" if args.is_empty() => Op::Inval,
+        "inval" => return Err("'inval' takes no argument".into()),
+        "arrive" => Op::Arrive(one(Some(1))?),
+        "arrive_nocomplete" => Op::ArriveNoComplete(one(Some(1))?),
+        "arrive_drop" => Op::ArriveDrop(one(Some(1))?),
+        "expect_tx" => Op::ExpectTx(one(None)?),
+        "arrive_expect_tx" => Op::ArriveExpectTx(one(None)?),
+        "complete_tx" => Op::CompleteTx(one(None)?),
+        "test_wait" | "try_wait" | "try_wait_parity" => {
+            let [n] = args else {
+                return Err(format!("'{name}' takes one argument"));
+            };
+            match name {
+                "test_wait" => Op::TestWait(number(n)?),
+                "try_wait" => Op::TryWait(number(n)?),
+                _ => Op::TryWaitParity(small(n)?),
+            }
+        }
+        other => return Err(format!("unknown operation '{other}'")),
+    };
+    Ok(Some((words.join(" "), op)))
+}
+
+/// The barrier and the full phase count the word keeps only modulo 4.
+struct Runner {
+    word: Box<AtomicU64>,
+    phase: u64,
+}
+
+enum Outcome {
+    Token(u64),
+    Wait(bool),
+    Done,
+}
+
+impl Runner {
+    fn barrier(&self) -> Mbarrier<'_> {
+        Mbarrier::new(&self.word)
+    }
+
+    /// Checks that `phase` is the current or the previous one, and names its token.
+    fn token(&self, phase: u64) -> Result<Token, Rule> {
+        if phase == self.phase || phase + 1 == self.phase {
+            Ok(Token::from_phase(phase))
+        } else {
+            Err(Rule::WaitPhaseRange)
+        }
+    }
+
+    fn run(&mut self, op: Op) -> Result<Outcome, Rule> {
+        let before = self.phase;
+        let arrived = |t: Token| {
+            Outcome::Token(before - u64::from((before as u8).wrapping_sub(t.phase_mod4()) & 3))
+        };
+        let b = self.barrier();
+        let out = match op {
+            Op::Init(n) => b.init(n).map(|()| Outcome::Done),
+            Op::Inval => b.inval().map(|()| Outcome::Done),
+            Op::Arrive(n) => b.arrive(n).map(arrived),
+            Op::ArriveNoComplete(n) => b.arrive_nocomplete(n).map(arrived),
+            Op::ArriveDrop(n) => b.arrive_drop(n).map(arrived),
+            Op::ExpectTx(n) => b.expect_tx(n).map(|()| Outcome::Done),
+            Op::ArriveExpectTx(n) => b.arrive_expect_tx(n).map(arrived),
+            Op::CompleteTx(n) => b.complete_tx(n).map(|()| Outcome::Done),
+            Op::TestWait(p) => {
+                b.snapshot()
+                    .initialised
+                    .then_some(())
+                    .ok_or(Rule::Uninitialized)?;
+                b.test_wait(self.token(p)?).map(Outcome::Wait)
+            }
+            Op::TryWait(p) => {
+                b.snapshot()
+                    .initialised
+                    .then_some(())
+                    .ok_or(Rule::Uninitialized)?;
+                b.try_wait(self.token(p)?).map(Outcome::Wait)
+            }
+            Op::TryWaitParity(p) => b
+                .try_wait_parity(u8::try_from(p).unwrap_or(u8::MAX))
+                .map(Outcome::Wait),
+        }?;
+        let s = self.barrier().snapshot();
+        self.phase = match op {
+            Op::Init(_) | Op::Inval => 0,
+            // CAST: the low two bits of the count.
+            _ => self.phase + u64::from(s.phase_mod4.wrapping_sub(self.phase as u8) & 3),
+        };
+        Ok(out)
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, file] = &args[..] else {
+        eprintln!("usage: mbarrier-trace FILE");
+        return ExitCode::from(2);
+    };
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("mbarrier-trace: cannot read {file}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut runner = Runner {
+        word: Box::new(AtomicU64::new(0)),
+        phase: 0,
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for (n, line) in text.lines().enumerate() {
+        let (op_text, op) = match parse(line) {
+            Ok(Some(parsed)) => parsed,
+            Ok(None) => continue,
+            Err(e) => {
+                let _ = out.flush();
+                eprintln!("mbarrier-trace: {file}:{}: {e}", n + 1);
+                return ExitCode::from(2);
+            }
+        };
+        let line = match runner.run(op) {
+            Err(rule) => format!("{op_text} -> error={}", rule.name()),
+            Ok(result) => {
+                let s = runner.barrier().snapshot();
+                let result = match result {
+                    Outcome::Token(p) => format!("token:{p}"),
+                    Outcome::Wait(w) => w.to_string(),
+                    Outcome::Done => "ok".into(),
+                };
+                format!(
+                    "{op_text} -> phase={} parity={} pending={} expected={} tx={} result={result}",
+                    runner.phase, s.parity, s.pending, s.expected, s.tx
+                )
+            }
+        };
+        if writeln!(out, "{line}").is_err() {
+            return ExitCode::from(2);
+        }
+    }
+    ExitCode::SUCCESS
+}
