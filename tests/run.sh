@@ -19,13 +19,15 @@
 #      under qemu-aarch64, the barrier instructions checked in the binary, and
 #      the aarch64 KTAP through kunit.py.
 #
-#   7. kernel: tests/kernel.sh — Linux 6.12 with the project dropped in, built
+#   7. fuzz: each cargo-fuzz target (tests/fuzz) for ${VGSP_FUZZ_SECONDS:-20} s
+#      from the committed seed corpus, with nightly;
+#   8. kernel: tests/kernel.sh — Linux 6.12 with the project dropped in, built
 #      and booted under QEMU on x86_64 and arm64 with two CPUs; every KUnit
 #      suite (the ones above, an end-to-end suite with the virtual GSP on a
 #      kernel thread, the kernel's Rust doctests) must pass through kunit.py,
 #      and get_maintainer.pl must find MAINTAINERS' entry for the driver.
 #
-# Options: --host-only skips 4 to 7; --no-kernel skips 7.
+# Options: --host-only skips 4 to 8; --no-kernel skips 8.
 # It installs the Debian packages it needs when run as root, and caches what
 # it builds outside the checkout, under ${VGSP_CACHE:-~/.cache/vgsp}.
 
@@ -170,6 +172,8 @@ pass "no_std build"
 step "aarch64: cross-build the tests (-Zbuild-std) and run them under qemu-aarch64"
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
+# Tests that run the project's binaries run them the same way.
+export VGSP_TEST_RUNNER=$CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER
 A64=(--target aarch64-unknown-linux-gnu -Zbuild-std=std,panic_unwind --target-dir target/aarch64)
 "${DEB[@]}" cargo test "${A64[@]}" --workspace --no-run || fail "aarch64 build"
 "${DEB[@]}" cargo test "${A64[@]}" --workspace || fail "aarch64 tests under qemu-aarch64"
@@ -190,6 +194,25 @@ qemu-aarch64 -L /usr/aarch64-linux-gnu target/aarch64/aarch64-unknown-linux-gnu/
     >target/aarch64.ktap || fail "vgsp-host under qemu-aarch64 exited non-zero"
 check_ktap target/aarch64.ktap "aarch64"
 pass "bring-up and KTAP (aarch64)"
+
+step "fuzz: cargo-fuzz targets, ${VGSP_FUZZ_SECONDS:-20} s each (nightly)"
+cargo +nightly --version >/dev/null 2>&1 || fail "the nightly toolchain is missing (rustup toolchain install nightly)"
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    cargo install cargo-fuzz --locked >target/cargo-fuzz-install.log 2>&1 ||
+        { tail -n 20 target/cargo-fuzz-install.log; fail "cargo install cargo-fuzz"; }
+fi
+cargo +nightly fuzz build --fuzz-dir tests/fuzz >target/fuzz-build.log 2>&1 ||
+    { tail -n 30 target/fuzz-build.log; fail "building the fuzz targets"; }
+for t in $(cargo +nightly fuzz list --fuzz-dir tests/fuzz); do
+    corpus=target/fuzz-corpus/$t
+    mkdir -p "$corpus" && cp tests/fuzz/corpus/"$t"/* "$corpus"/
+    cargo +nightly fuzz run --fuzz-dir tests/fuzz "$t" "$corpus" -- \
+        -max_total_time="${VGSP_FUZZ_SECONDS:-20}" -max_len=70000 >target/fuzz-"$t".log 2>&1 ||
+        { grep -E 'panicked|ERROR|SUMMARY|Test unit written' -A3 target/fuzz-"$t".log | head -n 30
+          fail "fuzz target $t found a crash (log: target/fuzz-$t.log; the input is in tests/fuzz/artifacts/$t)"; }
+    grep -E '^Done [0-9]+ runs' target/fuzz-"$t".log | sed "s/^/$t: /"
+done
+pass "fuzz targets"
 
 if ((KERNEL)); then
     for arch in x86_64 arm64; do

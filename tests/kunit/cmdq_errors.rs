@@ -9,7 +9,10 @@ use kernel::prelude::*;
 pub mod tests {
     use kernel::prelude::*;
     use nova_core::gsp::{
-        commands::GspInitDone,
+        commands::{
+            Echo,
+            GspInitDone, //
+        },
         fw::{
             function,
             GspMsgElement,
@@ -265,6 +268,139 @@ pub mod tests {
         pair.view()
             .write_bytes(GSPQ_OFFSET + 0x1000 + 80, b"SCRIBBLED!!!!!!")?;
         assert!(msg.payload[..] == b"validated bytes"[..]);
+        Ok(())
+    }
+
+    #[test]
+    fn write_pointer_moving_backwards_is_eio_and_consumes_nothing() -> Result {
+        let mut pair = Pair::new()?;
+        for text in [&b"one"[..], b"two", b"three"] {
+            let el = log_element(&pair, text)?;
+            pair.gsp.post_raw(&el, 1)?;
+        }
+        assert!(pair.cmdq.receive_msg(LONG)?.payload[..] == b"one"[..]);
+        // Two slots were published and not yet consumed; the GSP takes one back.
+        pair.view()
+            .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 2)?;
+        assert_eq!(pair.cmdq.receive_msg(SHORT).err(), Some(EIO));
+        assert_eq!(
+            pair.cmdq.last_fault(),
+            Some("write pointer moved backwards")
+        );
+        assert_eq!(pair.cmdq.cpu_ptrs(), (0, 1));
+        pair.view()
+            .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 3)?;
+        assert!(pair.cmdq.receive_msg(LONG)?.payload[..] == b"two"[..]);
+        assert!(pair.cmdq.receive_msg(LONG)?.payload[..] == b"three"[..]);
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn rpc_length_above_the_element_is_eio() -> Result {
+        let mut pair = Pair::new()?;
+        let mut el = log_element(&pair, b"x")?;
+        edit(&mut el, 1, |h| {
+            h.rpc.length = 32 + MAX_ELEMENT_PAYLOAD as u32 + 1
+        });
+        expect_rejected(&mut pair, &el, 1, EIO)?;
+        Ok(())
+    }
+
+    #[test]
+    fn sequence_number_going_back_is_eio_and_consumed() -> Result {
+        let mut pair = Pair::new()?;
+        let first = log_element(&pair, b"first")?;
+        pair.gsp.post_raw(&first, 1)?;
+        pair.cmdq.receive_msg(LONG)?;
+        // The GSP sends an element numbered like the one before.
+        let mut again = log_element(&pair, b"replayed")?;
+        edit(&mut again, 8, |h| h.seq_num = 0);
+        pair.gsp.post_raw(&again, 1)?;
+        assert_eq!(pair.cmdq.receive_msg(LONG).err(), Some(EIO));
+        assert_eq!(
+            pair.cmdq.last_fault(),
+            Some("element sequence number went back")
+        );
+        assert_eq!(pair.cmdq.cpu_ptrs(), (0, 2));
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn continuation_of_another_rpc_is_eio() -> Result {
+        let mut pair = Pair::new()?;
+        let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 9)?;
+        let head = pair
+            .gsp
+            .encode_element(function::NOP, 5, &chunk, MAX_ELEMENT_PAYLOAD + 10)?;
+        pair.gsp.post_raw(&head, 16)?;
+        let cont = pair
+            .gsp
+            .encode_element(function::CONTINUATION_RECORD, 6, &chunk[..10], 10)?;
+        pair.gsp.post_raw(&cont, 1)?;
+        assert_eq!(pair.cmdq.receive_msg(LONG).err(), Some(EIO));
+        assert_eq!(
+            pair.cmdq.last_fault(),
+            Some("continuation record of another RPC")
+        );
+        assert_eq!(pair.cmdq.cpu_ptrs(), (0, 17));
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn element_wrapping_the_ring_end_past_the_published_slots_is_eio() -> Result {
+        let mut pair = Pair::new()?;
+        for _ in 0..60 {
+            let el = log_element(&pair, b"fill")?;
+            pair.gsp.post_raw(&el, 1)?;
+            pair.cmdq.receive_msg(LONG)?;
+        }
+        // At slot 60 an element claims five slots (60, 61, 62, 0, 1); three are published.
+        let mut el = log_element(&pair, b"x")?;
+        edit(&mut el, 1, |h| h.elem_count = 5);
+        pair.gsp.post_raw(&el, 3)?;
+        assert_eq!(pair.cmdq.receive_msg(LONG).err(), Some(EIO));
+        assert_eq!(
+            pair.cmdq.last_fault(),
+            Some("element count beyond the published slots")
+        );
+        // Every published slot was dropped: the read pointer wrapped to 0.
+        assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn gsp_that_stops_mid_run_times_out_and_the_queue_works_after() -> Result {
+        let mut pair = Pair::new()?;
+        let seq = pair
+            .cmdq
+            .send_command(pair.bar.bar(), &Echo(b"are you there"))?;
+        // The GSP does not run.
+        assert_eq!(pair.cmdq.receive_msg(SHORT).err(), Some(ETIMEDOUT));
+        assert_eq!(pair.cmdq.last_fault(), Some("nothing published in time"));
+        // It comes back: the late reply arrives, then the queue goes on.
+        pair.gsp_run()?;
+        let reply = pair.cmdq.receive_msg(LONG)?;
+        assert_eq!(
+            (reply.sequence, &reply.payload[..]),
+            (seq, &b"are you there"[..])
+        );
+        let seq = pair.cmdq.send_command(pair.bar.bar(), &Echo(b"again"))?;
+        pair.gsp_run()?;
+        assert_eq!(pair.cmdq.receive_msg(LONG)?.sequence, seq);
+        Ok(())
+    }
+
+    #[test]
+    fn every_refusal_names_its_reason() -> Result {
+        let mut pair = Pair::new()?;
+        let mut el = log_element(&pair, b"corrupt me")?;
+        el[85] ^= 0x40;
+        expect_rejected(&mut pair, &el, 1, EIO)?;
+        // `expect_rejected` received a valid message after: the reason is cleared.
+        assert_eq!(pair.cmdq.last_fault(), None);
+        pair.gsp.post_raw(&el, 1)?;
+        assert_eq!(pair.cmdq.receive_msg(LONG).err(), Some(EIO));
+        assert_eq!(pair.cmdq.last_fault(), Some("bad checksum"));
         Ok(())
     }
 }

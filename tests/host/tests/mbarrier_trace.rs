@@ -3,12 +3,12 @@
 //! The `mbarrier-trace` runner: exact output for the committed traces, and the exit
 //! status for a line it cannot parse and a file it cannot read.
 
-use std::process::Command;
+mod common;
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mbarrier");
 
 fn run(trace: &str) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_mbarrier-trace"))
+    common::binary(env!("CARGO_BIN_EXE_mbarrier-trace"))
         .arg(format!("{DIR}/{trace}"))
         .output()
         .expect("mbarrier-trace runs")

@@ -32,16 +32,31 @@
 //!
 //! # Errors on receive
 //!
-//! | condition | errno | element |
+//! Every refusal leaves the queue usable: the next valid message is received as if
+//! nothing had happened, and [`Cmdq::last_fault`] says in a few words what was wrong.
+//! No GSP content makes the driver panic, read or write outside `GspMem`, or wait
+//! beyond the caller's timeout.
+//!
+//! | condition | errno | the element |
 //! |---|---|---|
-//! | nothing arrives in time | `ETIMEDOUT` | - |
-//! | GSP write pointer outside the ring | `EIO` | nothing consumed |
-//! | `elemCount` 0, above 16, or above the published slots | `EIO` | all published slots dropped |
-//! | wrong signature, header version, short or inconsistent `rpc.length` | `EIO` | consumed |
+//! | nothing arrives in time (a GSP that stopped or never answers) | `ETIMEDOUT` | - |
+//! | GSP write pointer outside the ring (>= 63) | `EIO` | nothing consumed |
+//! | GSP write pointer moved backwards (fewer slots published than before) | `EIO` | nothing consumed |
+//! | `elemCount` 0, above 16, or above the published slots (also across the ring end) | `EIO` | every published slot dropped |
+//! | header `elemCount` changed between the two reads | `EIO` | consumed |
+//! | wrong signature or unsupported header version | `EIO` | consumed |
+//! | `rpc.length` below the RPC header, beyond the element, above 4 MiB, or inconsistent with `elemCount` | `EIO` | consumed |
 //! | bad checksum | `EIO` | consumed |
-//! | continuation record missing, out of place, or too long | `EIO` | consumed |
+//! | element sequence number not after the previous one | `EIO` | consumed |
+//! | continuation record without a head; head followed by something else, by another RPC's continuation, or by more bytes than announced | `EIO` | consumed |
+//! | a head whose continuation never comes | `ETIMEDOUT` | head consumed |
 //! | function not the one waited for ([`Cmdq::wait_for_msg`]) | `ERANGE` / `EINVAL` if unknown | consumed |
 //! | non-zero `rpc_result` in a reply | `EINVAL` | consumed |
+//!
+//! Elements are copied out of the ring once and checked on the copy, so bytes the GSP
+//! changes after the check (a double fetch) never reach the caller. On send: a GSP read
+//! pointer outside the ring is `EIO` (nothing written), a ring that stays full
+//! `ETIMEDOUT`, a payload above 4 MiB `EMSGSIZE`.
 
 use kernel::{
     device::Device,
@@ -307,6 +322,12 @@ pub struct Cmdq {
     rpc_seq: u32,
     /// Scratch space for one element copied out of the ring.
     rx_buf: KVec<u8>,
+    /// Slots the GSP had published and the driver not yet consumed, when last looked.
+    published: u32,
+    /// The sequence number of the last element received.
+    rx_seq: Option<u32>,
+    /// Why the last receive failed.
+    last_fault: Option<&'static str>,
 }
 
 impl Cmdq {
@@ -323,7 +344,39 @@ impl Cmdq {
             seq: 0,
             rpc_seq: 0,
             rx_buf,
+            published: 0,
+            rx_seq: None,
+            last_fault: None,
         })
+    }
+
+    /// Returns why the last receive failed, in a few words, or `None` if it succeeded.
+    pub fn last_fault(&self) -> Option<&'static str> {
+        self.last_fault
+    }
+
+    /// Records `reason` as the fault of the receive in progress and returns `errno`.
+    fn fault(&mut self, errno: Error, reason: &'static str) -> Error {
+        self.last_fault = Some(reason);
+        errno
+    }
+
+    /// Starts receiving at read pointer `read_ptr` of rings whose earlier contents the
+    /// driver has already consumed (after a reload, or to replay a recorded queue),
+    /// forgetting what it knew of the GSP's progress.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if `read_ptr` is outside the ring.
+    pub fn resume_reading_at(&mut self, read_ptr: u32) -> Result {
+        if read_ptr >= MSGQ_NUM_PAGES {
+            return Err(EINVAL);
+        }
+        let delta = (read_ptr + MSGQ_NUM_PAGES - self.gsp_mem.cpu_read_ptr) % MSGQ_NUM_PAGES;
+        self.gsp_mem.advance_cpu_read_ptr(delta)?;
+        self.published = 0;
+        self.rx_seq = None;
+        Ok(())
     }
 
     /// Returns the shared memory, whose bus address the GSP is given at boot.
@@ -416,14 +469,41 @@ impl Cmdq {
     }
 
     /// Waits up to `timeout` for an element and returns the number of published slots.
-    fn wait_published(&self, timeout: Delta) -> Result<u32> {
+    ///
+    /// # Errors
+    ///
+    /// - `ETIMEDOUT` if nothing is published in time.
+    /// - `EIO` if the GSP's write pointer is outside the ring, or moved backwards (fewer
+    ///   slots published than it had published before); nothing is consumed.
+    fn wait_published(&mut self, timeout: Delta) -> Result<u32> {
+        let published = self.published;
         let wptr = read_poll_timeout(
             || self.gsp_mem.gsp_write_ptr(),
-            |&wptr| wptr != self.gsp_mem.cpu_read_ptr,
+            |&wptr| wptr != self.gsp_mem.cpu_read_ptr || published > 0,
             POLL_INTERVAL,
             timeout,
-        )?;
-        Ok(self.gsp_mem.driver_read_area_size(wptr))
+        )
+        .map_err(|e| {
+            let reason = if e == ETIMEDOUT {
+                "nothing published in time"
+            } else {
+                "write pointer outside the ring"
+            };
+            self.fault(e, reason)
+        })?;
+        let available = self.gsp_mem.driver_read_area_size(wptr);
+        if available < published {
+            return Err(self.fault(EIO, "write pointer moved backwards"));
+        }
+        self.published = available;
+        Ok(available)
+    }
+
+    /// Frees `slots` consumed slots.
+    fn consume(&mut self, slots: u32) -> Result {
+        self.gsp_mem.advance_cpu_read_ptr(slots)?;
+        self.published -= slots;
+        Ok(())
     }
 
     /// Copies the element at the read pointer into `rx_buf`, validates it and consumes
@@ -432,23 +512,40 @@ impl Cmdq {
         let mut header = GspMsgElement::default();
         self.gsp_mem.read_element_bytes(0, header.as_mut_bytes())?;
         let elem_count = header.elem_count;
-        if elem_count == 0 || elem_count > MAX_ELEMENT_PAGES || elem_count > available {
+        let undelimited = match elem_count {
+            0 => Some("element count 0"),
+            n if n > MAX_ELEMENT_PAGES => Some("element count above 16"),
+            n if n > available => Some("element count beyond the published slots"),
+            _ => None,
+        };
+        if let Some(reason) = undelimited {
             // The element cannot be delimited: drop everything published.
-            self.gsp_mem.advance_cpu_read_ptr(available)?;
-            return Err(EIO);
+            self.consume(available)?;
+            return Err(self.fault(EIO, reason));
         }
 
         let result = self.copy_and_check(elem_count);
-        self.gsp_mem.advance_cpu_read_ptr(elem_count)?;
-        result
+        self.consume(elem_count)?;
+        let element = result.map_err(|m| self.fault(m.into(), m.0))?;
+        let seq = element.header.seq_num;
+        if let Some(last) = self.rx_seq {
+            // Forward jumps are allowed: slots dropped undelimited had numbers too.
+            if seq.wrapping_sub(last).wrapping_sub(1) >= 1 << 31 {
+                return Err(self.fault(EIO, "element sequence number went back"));
+            }
+        }
+        self.rx_seq = Some(seq);
+        Ok(element)
     }
 
     /// Copies an element of `elem_count` slots once into `rx_buf` and validates the copy.
-    fn copy_and_check(&mut self, elem_count: u32) -> Result<RxElement> {
+    fn copy_and_check(&mut self, elem_count: u32) -> Result<RxElement, fw::Malformed> {
         let elem_bytes = elem_count as usize * GSP_PAGE_SIZE;
         // PANIC: `rx_buf` holds `GSP_MSG_QUEUE_ELEMENT_SIZE_MAX` bytes and `elem_count <= 16`.
         let buf = &mut self.rx_buf[..elem_bytes];
-        self.gsp_mem.read_element_bytes(0, buf)?;
+        self.gsp_mem
+            .read_element_bytes(0, buf)
+            .map_err(|_| fw::Malformed("element outside the shared memory"))?;
 
         // From here on only the copy is used.
         let (header, chunk_len) = fw::validate_element(buf, elem_count)?;
@@ -462,12 +559,14 @@ impl Cmdq {
     ///
     /// See the table in the module documentation.
     pub fn receive_msg(&mut self, timeout: Delta) -> Result<GspMessage> {
+        self.last_fault = None;
         let start = Instant::now();
         let available = self.wait_published(timeout)?;
         let head = self.receive_element(available)?;
+        // `validate_element` checked both.
         let total = head.header.rpc_payload_len().ok_or(EIO)?;
-        if head.header.rpc.function == function::CONTINUATION_RECORD || total > MAX_RPC_PAYLOAD {
-            return Err(EIO);
+        if head.header.rpc.function == function::CONTINUATION_RECORD {
+            return Err(self.fault(EIO, "continuation record without a head"));
         }
         let mut payload = KVec::with_capacity(total, GFP_KERNEL)?;
         payload.extend_from_slice(
@@ -482,11 +581,14 @@ impl Cmdq {
                 .saturating_sub(start.elapsed().as_nanos());
             let available = self.wait_published(Delta::from_nanos(left.max(0)))?;
             let cont = self.receive_element(available)?;
-            if cont.header.rpc.function != function::CONTINUATION_RECORD
-                || cont.header.rpc.sequence != head.header.rpc.sequence
-                || payload.len() + cont.chunk_len > total
-            {
-                return Err(EIO);
+            if cont.header.rpc.function != function::CONTINUATION_RECORD {
+                return Err(self.fault(EIO, "head not followed by its continuation"));
+            }
+            if cont.header.rpc.sequence != head.header.rpc.sequence {
+                return Err(self.fault(EIO, "continuation record of another RPC"));
+            }
+            if payload.len() + cont.chunk_len > total {
+                return Err(self.fault(EIO, "continuation records longer than the RPC"));
             }
             payload.extend_from_slice(
                 &self.rx_buf[ELEMENT_HEADER_SIZE..ELEMENT_HEADER_SIZE + cont.chunk_len],

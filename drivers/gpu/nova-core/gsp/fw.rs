@@ -398,34 +398,60 @@ impl GspMsgElement {
 ///
 /// # Errors
 ///
-/// - `EIO` if any check fails or `buf` is shorter than `elem_count` slots.
-pub fn validate_element(buf: &[u8], elem_count: u32) -> Result<(GspMsgElement, usize)> {
-    let buf = buf.get(..elem_count as usize * GSP_PAGE_SIZE).ok_or(EIO)?;
-    let (header, _) = GspMsgElement::read_from_prefix(buf).map_err(|_| EIO)?;
-    if header.elem_count != elem_count
-        || header.rpc.signature != RPC_SIGNATURE
-        || RpcHeaderVersion::from_bits(header.rpc.header_version).major()
-            != RPC_HEADER_VERSION.major()
-    {
-        return Err(EIO);
+/// - [`Malformed`] (`EIO`), naming the check, if any check fails or `buf` is shorter
+///   than `elem_count` slots.
+pub fn validate_element(
+    buf: &[u8],
+    elem_count: u32,
+) -> core::result::Result<(GspMsgElement, usize), Malformed> {
+    let bad = |reason| Err(Malformed(reason));
+    let Some(buf) = buf.get(..elem_count as usize * GSP_PAGE_SIZE) else {
+        return bad("element shorter than its slots");
+    };
+    let Ok((header, _)) = GspMsgElement::read_from_prefix(buf) else {
+        return bad("element shorter than its header");
+    };
+    if header.elem_count != elem_count {
+        return bad("element count changed");
     }
-    let total = header.rpc_payload_len().ok_or(EIO)?;
+    if header.rpc.signature != RPC_SIGNATURE {
+        return bad("bad RPC signature");
+    }
+    if RpcHeaderVersion::from_bits(header.rpc.header_version).major() != RPC_HEADER_VERSION.major()
+    {
+        return bad("unsupported RPC header version");
+    }
+    let Some(total) = header.rpc_payload_len() else {
+        return bad("RPC length below the RPC header");
+    };
     let chunk_len = if total <= MAX_ELEMENT_PAYLOAD {
         total
+    } else if total > MAX_RPC_PAYLOAD {
+        return bad("RPC length above the largest RPC");
     } else if header.rpc.function != function::CONTINUATION_RECORD
         && elem_count == MAX_ELEMENT_PAGES
-        && total <= MAX_RPC_PAYLOAD
     {
         MAX_ELEMENT_PAYLOAD
     } else {
-        return Err(EIO);
+        return bad("RPC length beyond the element");
     };
-    if elem_count_for(chunk_len) != elem_count
-        || checksum(&buf[..ELEMENT_HEADER_SIZE + chunk_len]) != 0
-    {
-        return Err(EIO);
+    if elem_count_for(chunk_len) != elem_count {
+        return bad("RPC length inconsistent with the element count");
+    }
+    if checksum(&buf[..ELEMENT_HEADER_SIZE + chunk_len]) != 0 {
+        return bad("bad checksum");
     }
     Ok((header, chunk_len))
+}
+
+/// Why an element was refused: always `EIO`, with a short reason for logs and tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Malformed(pub &'static str);
+
+impl From<Malformed> for Error {
+    fn from(_: Malformed) -> Self {
+        EIO
+    }
 }
 
 /// Bytes of one ring (63 slots).
