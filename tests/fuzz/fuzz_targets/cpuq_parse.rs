@@ -46,13 +46,18 @@ fn run(mem: &mut [u64], data: &[u8]) {
         return;
     };
     let ring = &ring[..ring.len().min(RING_BYTES)];
-    view.write_bytes(CPUQ_OFFSET + slot_offset(0), ring).unwrap();
-    view.write32(CPUQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, u32::from(*wptr) % (MSGQ_NUM_PAGES + 1))
+    view.write_bytes(CPUQ_OFFSET + slot_offset(0), ring)
         .unwrap();
+    view.write32(
+        CPUQ_OFFSET + MSGQ_WRITE_PTR_OFFSET,
+        u32::from(*wptr) % (MSGQ_NUM_PAGES + 1),
+    )
+    .unwrap();
     for _ in 0..256 {
         // The driver consumes whatever the GSP sent.
         let (gsp_wptr, _) = gsp.gsp_ptrs();
-        view.write32(CPUQ_OFFSET + MSGQ_READ_PTR_OFFSET, gsp_wptr).unwrap();
+        view.write32(CPUQ_OFFSET + MSGQ_READ_PTR_OFFSET, gsp_wptr)
+            .unwrap();
         match gsp.step() {
             Ok(Progress::Worked) => {}
             Ok(_) | Err(_) => break,

@@ -56,8 +56,11 @@ fn run(cmdq: &mut Cmdq, last_start: &mut usize, last_len: &mut usize, data: &[u8
         view.write_bytes(GSPQ_OFFSET + slot_offset(0) + off, &ring[r])
     })
     .unwrap();
-    view.write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, u32::from_le_bytes([*w0, *w1, *w2, *w3]))
-        .unwrap();
+    view.write32(
+        GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET,
+        u32::from_le_bytes([*w0, *w1, *w2, *w3]),
+    )
+    .unwrap();
     cmdq.resume_reading_at(rptr).unwrap();
     for _ in 0..8 {
         let before = cmdq.cpu_ptrs().1;
