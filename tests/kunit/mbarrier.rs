@@ -362,7 +362,7 @@ pub mod tests {
         let slot = [AtomicU64::new(0), AtomicU64::new(0)];
         let wait = |b: &Mbarrier<'_>, parity: u8| -> Result {
             while !b.try_wait_parity(parity)? {
-                kernel::time::delay::fsleep(kernel::time::Delta::from_micros(1));
+                kernel::time::delay::fsleep(kernel::time::Delta::from_micros(20));
             }
             Ok(())
         };
