@@ -50,3 +50,22 @@ impl IntoOutcome for Result {
         self
     }
 }
+
+/// Declares the `KUNIT_SUITE` static of a `#[kunit_tests]` module: the description both
+/// flavours of `__kunit_suite!` start from.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kunit_suite_static {
+    ($suite:ident, [$($case:ident),* $(,)?]) => {
+        /// The KUnit suite of this module.
+        pub static KUNIT_SUITE: $crate::kunit::Suite = $crate::kunit::Suite {
+            name: ::core::stringify!($suite),
+            cases: &[$(
+                $crate::kunit::Case {
+                    name: ::core::stringify!($case),
+                    run: || $crate::kunit::IntoOutcome::into_outcome($case()),
+                },
+            )*],
+        };
+    };
+}

@@ -126,16 +126,7 @@ pub fn __fail(file: &str, line: u32, msg: fmt::Arguments<'_>) -> ! {
 #[macro_export]
 macro_rules! __kunit_suite {
     ($suite:ident, [$($case:ident),* $(,)?]) => {
-        /// The KUnit suite of this module.
-        pub static KUNIT_SUITE: $crate::kunit::Suite = $crate::kunit::Suite {
-            name: ::core::stringify!($suite),
-            cases: &[$(
-                $crate::kunit::Case {
-                    name: ::core::stringify!($case),
-                    run: || $crate::kunit::IntoOutcome::into_outcome($case()),
-                },
-            )*],
-        };
+        $crate::__kunit_suite_static!($suite, [$($case),*]);
 
         const _: () = {
             unsafe extern "C" fn run_case(test: *mut $crate::bindings::kunit) {
