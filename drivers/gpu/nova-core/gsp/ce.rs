@@ -161,12 +161,14 @@ impl CopyArena {
         let barrier = self.barrier()?;
         let parity = barrier.snapshot().parity;
         barrier.arrive_expect_tx(len)?;
+        // CAST: offsets inside an allocation fit in 64 bits.
+        let barrier_addr = self.mem.dma_handle() + Self::BARRIER as u64;
         let sequence = cmdq.send_command(
             bar,
             &CeCopy {
                 src: self.bus_addr(src),
                 dst: self.bus_addr(dst),
-                barrier: self.mem.dma_handle() + Self::BARRIER as u64,
+                barrier: barrier_addr,
                 len,
                 chunk,
             },
