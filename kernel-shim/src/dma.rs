@@ -69,12 +69,16 @@ pub type DmaAddress = u64;
 ///
 /// # Invariants
 ///
-/// `cpu_addr` points to `count` zero-initialised-then-device-shared values of `T`,
-/// page-aligned, `size` bytes allocated by `env::alloc_coherent` and owned by this value.
+/// `cpu_addr` points to `count` device-shared values of `T`, aligned for `T`, valid for
+/// `size` bytes for the life of the value. If `owned`, they are page-aligned, zeroed at
+/// allocation, and allocated by `env::alloc_coherent`, which this value frees; otherwise
+/// they are memory the device exposes ([`CoherentAllocation::from_device_memory`]).
 pub struct CoherentAllocation<T: AsBytes + FromBytes> {
     cpu_addr: NonNull<T>,
     count: usize,
     size: usize,
+    dma_handle: DmaAddress,
+    owned: bool,
     _p: PhantomData<T>,
 }
 
@@ -113,6 +117,52 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
             cpu_addr: ptr.cast::<T>(),
             count,
             size,
+            // CAST: addresses fit in 64 bits on every supported architecture.
+            dma_handle: ptr.as_ptr() as usize as DmaAddress,
+            owned: true,
+            _p: PhantomData,
+        })
+    }
+
+    /// Wraps `count` values of `T` in memory that a device exposes to the CPU, which the
+    /// device sees at bus address `dma_handle`: the shared-memory BAR of an emulated
+    /// device, mapped write-back, whose memory is RAM on the other side. The memory is
+    /// not cleared, and not freed on drop.
+    ///
+    /// Upstream maps such a BAR with `pci::Bar`; this shim gives it the coherent-memory
+    /// accessors instead, because the protocol on it is the one of coherent memory.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if `count` is zero, `T` is zero-sized, or `cpu_addr` is not aligned
+    ///   for `T`.
+    /// - `EOVERFLOW` if the size overflows.
+    ///
+    /// # Safety
+    ///
+    /// `cpu_addr` must be valid for reads and writes of `count` values of `T` for the
+    /// life of the returned value, and shared only with the device and through this
+    /// value.
+    pub unsafe fn from_device_memory(
+        cpu_addr: NonNull<u8>,
+        count: usize,
+        dma_handle: DmaAddress,
+    ) -> Result<Self> {
+        if count == 0 || core::mem::size_of::<T>() == 0 || !cpu_addr.cast::<T>().is_aligned() {
+            return Err(EINVAL);
+        }
+        let size = core::mem::size_of::<T>()
+            .checked_mul(count)
+            .filter(|&size| size <= isize::MAX as usize)
+            .ok_or(EOVERFLOW)?;
+        // INVARIANT: aligned (checked above) and valid for `size` bytes (guaranteed by the
+        // caller); not owned.
+        Ok(Self {
+            cpu_addr: cpu_addr.cast::<T>(),
+            count,
+            size,
+            dma_handle,
+            owned: false,
             _p: PhantomData,
         })
     }
@@ -129,10 +179,9 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
 
     /// Returns the address the device uses for the start of the allocation.
     ///
-    /// The host has no IOMMU: the bus address is the CPU address.
+    /// There is no IOMMU: for allocated memory the bus address is the CPU address.
     pub fn dma_handle(&self) -> DmaAddress {
-        // CAST: addresses fit in 64 bits on every supported architecture.
-        self.cpu_addr.as_ptr() as usize as DmaAddress
+        self.dma_handle
     }
 
     /// Returns the CPU address of the start of the allocation.
@@ -273,6 +322,9 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
 
 impl<T: AsBytes + FromBytes> Drop for CoherentAllocation<T> {
     fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
         #[cfg(loom)]
         crate::model::unregister(self.cpu_addr.as_ptr() as usize);
         // SAFETY: By the type invariant the memory is `self.size` bytes from
@@ -319,6 +371,23 @@ impl<'a> DmaView<'a> {
     /// Returns the length of the view in bytes.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Returns the view of the `len` bytes at `offset` of this one.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if `offset` is not 8-byte aligned or the range is outside the view.
+    pub fn subview(&self, offset: usize, len: usize) -> Result<DmaView<'a>> {
+        let base = self.range(offset, len, 8)?;
+        // INVARIANT: inside this view (checked by `range`), so valid for `'a`, and
+        // 8-byte aligned.
+        Ok(Self {
+            // SAFETY: `range` returned a pointer inside the view, so not null.
+            base: unsafe { NonNull::new_unchecked(base) },
+            len,
+            _p: PhantomData,
+        })
     }
 
     /// Returns whether the view is empty.
