@@ -10,6 +10,7 @@ pub mod regs;
 
 use kernel::{
     device::Device,
+    dma::CoherentAllocation,
     prelude::*,
     time::Delta, //
 };
@@ -29,8 +30,11 @@ use crate::gsp::{
         GspStaticConfigInfo,
         SetRegistry, //
     },
-    fw::function,
-    regs::Bar0,
+    fw::{
+        function,
+        GspMem, //
+    },
+    regs::Doorbell,
 };
 
 /// How long the bring-up waits for each answer of the GSP.
@@ -64,7 +68,20 @@ impl Gsp {
         })
     }
 
-    fn send<C: CommandToGsp>(&mut self, bar: &Bar0, cmd: &C) -> Result<u32> {
+    /// Initialises the queues in `mem`, shared memory the device provides (see
+    /// [`Cmdq::new_in`]).
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if the receive buffer cannot be had.
+    pub fn new_in(mem: CoherentAllocation<GspMem>) -> Result<Self> {
+        Ok(Self {
+            cmdq: Cmdq::new_in(mem)?,
+            log_lines: 0,
+        })
+    }
+
+    fn send<C: CommandToGsp>(&mut self, bar: &impl Doorbell, cmd: &C) -> Result<u32> {
         let seq = self.cmdq.send_command(bar, cmd)?;
         pr_info!(
             "gsp: -> {} ({}) sequence={} len={}\n",
@@ -127,7 +144,11 @@ impl Gsp {
     ///
     /// - `ETIMEDOUT` if the GSP does not answer within [`BOOT_TIMEOUT`].
     /// - `EIO` if `GSP_INIT_DONE` reports a failure, or any receive error.
-    pub fn boot(&mut self, bar: &Bar0, sysinfo: &GspSetSystemInfo) -> Result<GspStaticConfigInfo> {
+    pub fn boot(
+        &mut self,
+        bar: &impl Doorbell,
+        sysinfo: &GspSetSystemInfo,
+    ) -> Result<GspStaticConfigInfo> {
         self.send(bar, sysinfo)?;
         self.send(bar, &SetRegistry::new(BOOT_REGISTRY)?)?;
         let done: GspInitDone = self.wait_for(BOOT_TIMEOUT)?;

@@ -6,12 +6,13 @@
 //! through the shared-memory message queues: the queue layout ([`gsp::fw`]), the queue
 //! itself ([`gsp::cmdq`]), the doorbell register ([`gsp::regs`]) and the typed RPCs
 //! ([`gsp::commands`]); and the GPU's phase barrier ([`mbarrier`]), which the GSP's
-//! copy engine signals.
+//! copy engine signals. [`ivshmem`] is the GSP behind an emulated PCI device.
 
 // Kbuild makes every crate `no_std` (`-Zcrate-attr=no_std`); cargo builds need it said.
 #![cfg_attr(not(CONFIG_RUST), no_std)]
 
 pub mod gsp;
+pub mod ivshmem;
 pub mod mbarrier;
 
 /// The prefix of this crate's log lines, as `module!` defines it for a kernel module.

@@ -27,7 +27,7 @@ use crate::{
             self,
             function, //
         },
-        regs::Bar0,
+        regs::Doorbell,
     },
     mbarrier::{
         Mbarrier,
@@ -138,7 +138,7 @@ impl CopyArena {
     pub fn start_copy(
         &self,
         cmdq: &mut Cmdq,
-        bar: &Bar0,
+        bar: &impl Doorbell,
         src: usize,
         dst: usize,
         len: u32,
@@ -219,7 +219,7 @@ impl CopyArena {
     pub fn copy(
         &self,
         cmdq: &mut Cmdq,
-        bar: &Bar0,
+        bar: &impl Doorbell,
         src: usize,
         dst: usize,
         len: u32,

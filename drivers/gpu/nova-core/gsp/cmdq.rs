@@ -91,10 +91,7 @@ use crate::gsp::{
         MAX_RPC_PAYLOAD,
         MSGQ_NUM_PAGES, //
     },
-    regs::{
-        Bar0,
-        NV_PGSP_QUEUE_HEAD, //
-    },
+    regs::Doorbell,
 };
 
 /// How long a command waits for ring space by default.
@@ -118,12 +115,23 @@ impl DmaGspMem {
     /// Allocates and initialises the shared memory: the PTE page mapping it, both tx
     /// headers, and every pointer at 0.
     fn new(dev: &Device) -> Result<Self> {
-        let mem = CoherentAllocation::<GspMem>::alloc_coherent(dev, 1, GFP_KERNEL | __GFP_ZERO)?;
+        Self::init(CoherentAllocation::<GspMem>::alloc_coherent(
+            dev,
+            1,
+            GFP_KERNEL | __GFP_ZERO,
+        )?)
+    }
+
+    /// Initialises `mem`, whatever it held: the PTE page mapping it, both tx headers, and
+    /// every pointer at 0. The ring slots are left as they are.
+    fn init(mem: CoherentAllocation<GspMem>) -> Result<Self> {
         let ptes = fw::gsp_mem_ptes(mem.dma_handle());
         dma_write!(mem[0].ptes = ptes)?;
         dma_write!(mem[0].cpuq.tx = MsgqTxHeader::new())?;
         dma_write!(mem[0].gspq.tx = MsgqTxHeader::new())?;
-        // INVARIANT: the allocation is zeroed, so both our pointers are 0 in memory too.
+        dma_write!(mem[0].cpuq.rx.read_ptr = 0)?;
+        dma_write!(mem[0].gspq.rx.read_ptr = 0)?;
+        // INVARIANT: both our pointers were just stored as 0.
         Ok(Self {
             mem,
             cpu_write_ptr: 0,
@@ -328,6 +336,21 @@ pub struct Cmdq {
     rx_seq: Option<u32>,
     /// Why the last receive failed.
     last_fault: Option<&'static str>,
+    /// What tells the driver that the GSP posted a message, if anything does.
+    signal: Option<&'static dyn MsgqSignal>,
+}
+
+/// What tells the driver that the GSP has posted a message: an interrupt the GSP raises
+/// after advancing its write pointer.
+///
+/// Receives then sleep until the count moves instead of polling the queue; the count is
+/// read before the queue is looked at, so a message posted in between is not missed.
+pub trait MsgqSignal: Sync {
+    /// Returns the number of signals so far, with acquire semantics.
+    fn count(&self) -> u64;
+
+    /// Sleeps until the count differs from `seen` or `timeout` passes.
+    fn wait(&self, seen: u64, timeout: Delta);
 }
 
 impl Cmdq {
@@ -337,17 +360,37 @@ impl Cmdq {
     ///
     /// - `ENOMEM` if the memory cannot be had.
     pub fn new(dev: &Device) -> Result<Self> {
+        Self::with_memory(DmaGspMem::new(dev)?)
+    }
+
+    /// Initialises both queues in `mem`, shared memory that the device provides (the
+    /// shared-memory BAR of an emulated GSP), whatever it held before.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if the receive buffer cannot be had.
+    pub fn new_in(mem: CoherentAllocation<GspMem>) -> Result<Self> {
+        Self::with_memory(DmaGspMem::init(mem)?)
+    }
+
+    fn with_memory(gsp_mem: DmaGspMem) -> Result<Self> {
         let mut rx_buf = KVec::new();
         rx_buf.resize(fw::GSP_MSG_QUEUE_ELEMENT_SIZE_MAX, 0, GFP_KERNEL)?;
         Ok(Self {
-            gsp_mem: DmaGspMem::new(dev)?,
+            gsp_mem,
             seq: 0,
             rpc_seq: 0,
             rx_buf,
             published: 0,
             rx_seq: None,
             last_fault: None,
+            signal: None,
         })
+    }
+
+    /// Makes receives sleep on `signal` between looks at the queue instead of polling.
+    pub fn set_signal(&mut self, signal: &'static dyn MsgqSignal) {
+        self.signal = Some(signal);
     }
 
     /// Returns why the last receive failed, in a few words, or `None` if it succeeded.
@@ -394,7 +437,7 @@ impl Cmdq {
     /// # Errors
     ///
     /// As [`Cmdq::send_rpc`].
-    pub fn send_command<C: CommandToGsp>(&mut self, bar: &Bar0, cmd: &C) -> Result<u32> {
+    pub fn send_command<C: CommandToGsp>(&mut self, bar: &impl Doorbell, cmd: &C) -> Result<u32> {
         self.send_rpc(bar, C::FUNCTION, cmd.payload(), SEND_TIMEOUT)
     }
 
@@ -409,7 +452,7 @@ impl Cmdq {
     /// - `EIO` if the GSP's read pointer is outside the ring.
     pub fn send_rpc(
         &mut self,
-        bar: &Bar0,
+        bar: &impl Doorbell,
         function: u32,
         payload: &[u8],
         timeout: Delta,
@@ -438,7 +481,7 @@ impl Cmdq {
     /// Waits for room, writes one element, publishes it and rings the doorbell.
     fn send_element(
         &mut self,
-        bar: &Bar0,
+        bar: &impl Doorbell,
         function: u32,
         sequence: u32,
         chunk: &[u8],
@@ -463,8 +506,8 @@ impl Cmdq {
         self.gsp_mem.advance_cpu_write_ptr(elem_count)?;
         self.seq = self.seq.wrapping_add(1);
 
-        // `write` is `writel`: ordered after the write-pointer store above.
-        NV_PGSP_QUEUE_HEAD::new().with_address(0).write(bar);
+        // `ring` is `writel`: ordered after the write-pointer store above.
+        bar.ring();
         Ok(())
     }
 
@@ -477,12 +520,15 @@ impl Cmdq {
     ///   slots published than it had published before); nothing is consumed.
     fn wait_published(&mut self, timeout: Delta) -> Result<u32> {
         let published = self.published;
-        let wptr = read_poll_timeout(
-            || self.gsp_mem.gsp_write_ptr(),
-            |&wptr| wptr != self.gsp_mem.cpu_read_ptr || published > 0,
-            POLL_INTERVAL,
-            timeout,
-        )
+        let wptr = match self.signal {
+            None => read_poll_timeout(
+                || self.gsp_mem.gsp_write_ptr(),
+                |&wptr| wptr != self.gsp_mem.cpu_read_ptr || published > 0,
+                POLL_INTERVAL,
+                timeout,
+            ),
+            Some(signal) => self.wait_signalled(signal, timeout),
+        }
         .map_err(|e| {
             let reason = if e == ETIMEDOUT {
                 "nothing published in time"
@@ -497,6 +543,27 @@ impl Cmdq {
         }
         self.published = available;
         Ok(available)
+    }
+
+    /// Waits up to `timeout` for the GSP's write pointer to publish something, sleeping on
+    /// `signal`; returns the write pointer.
+    fn wait_signalled(&self, signal: &dyn MsgqSignal, timeout: Delta) -> Result<u32> {
+        let start = Instant::now();
+        loop {
+            // ORDERING: LOAD->LOAD. The count is loaded (acquire) before the write pointer,
+            // so a message published after this look raises the count past `seen`. Pairs
+            // with the GSP's doorbell, rung after its write-pointer store.
+            let seen = signal.count();
+            let wptr = self.gsp_mem.gsp_write_ptr()?;
+            if wptr != self.gsp_mem.cpu_read_ptr || self.published > 0 {
+                return Ok(wptr);
+            }
+            let left = timeout.as_nanos() - start.elapsed().as_nanos();
+            if left <= 0 {
+                return Err(ETIMEDOUT);
+            }
+            signal.wait(seen, Delta::from_nanos(left));
+        }
     }
 
     /// Frees `slots` consumed slots.

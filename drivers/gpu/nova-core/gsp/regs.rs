@@ -11,6 +11,22 @@ pub const BAR0_SIZE: usize = 0x100_0000;
 /// BAR0 of the GPU.
 pub type Bar0 = Io<BAR0_SIZE>;
 
+/// What interrupts the GSP to make it look at the command queue.
+///
+/// On a GPU it is a write of [`NV_PGSP_QUEUE_HEAD`] in BAR0; behind an emulated device it
+/// is that device's doorbell register (`crate::ivshmem::PeerDoorbell`).
+pub trait Doorbell {
+    /// Rings the doorbell. The write is ordered after the caller's earlier writes to
+    /// coherent memory (`writel` semantics).
+    fn ring(&self);
+}
+
+impl Doorbell for Bar0 {
+    fn ring(&self) {
+        NV_PGSP_QUEUE_HEAD::new().with_address(0).write(self);
+    }
+}
+
 /// `NV_PGSP_QUEUE_HEAD(0)`: writing it interrupts the GSP, telling it to look at the
 /// command queue (the doorbell).
 #[bitfield(u32)]
