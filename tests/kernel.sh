@@ -7,6 +7,12 @@
 # timeout. Every KUnit suite (the project's and the kernel's Rust doctests) must pass,
 # as read by the tree's kunit.py.
 #
+# QEMU runs under the project's runner (tests/ivshmem, `vgsp-qemu`), which starts the
+# ivshmem server and the host GSP process first and gives the guest an
+# ivshmem-doorbell device: the nova_core_ivshmem suite drives the driver through it,
+# and asks the runner (by console lines) to kill the GSP process and start a new one.
+# The runner removes every process and file it made; the tier fails if it cannot.
+#
 # Usage: tests/kernel.sh [x86_64|arm64]...   (default: both)
 # Caches (outside the checkout): ${VGSP_CACHE:-~/.cache/vgsp}/
 #   bindgen/        bindgen-cli, built once
@@ -88,6 +94,11 @@ done
 mapfile -t SUITES < <(sed -n 's/^#\[kunit_tests(\([a-z0-9_]*\))\]/\1/p' tests/kunit/*.rs | sort)
 SUITES+=(rust_doctests_kernel)
 
+# The runner, the ivshmem server and the host GSP process.
+say "building the ivshmem server, the host GSP process and the runner"
+cargo build --release -q -p vgsp-ivshmem --bins || fail "cargo build -p vgsp-ivshmem"
+RUNNER=$REPO/target/release/vgsp-qemu
+
 tier() {
     local arch=$1 build=$CACHE/build-$1 qemu image makearch qemu_args console
     case "$arch" in
@@ -137,11 +148,13 @@ tier() {
     fi
     say "$arch: built in $((SECONDS - t)) s"
 
-    say "$arch: booting under $qemu -smp 2"
+    say "$arch: booting under $qemu -smp 2, with the ivshmem server and the GSP process"
     t=$SECONDS
-    timeout 300 "$qemu" "${qemu_args[@]}" -kernel "$build/$image" -nographic -no-reboot -m 512 -smp 2 \
-        -append "console=$console panic=-1" >"$build/boot.log" 2>&1 </dev/null || true
-    say "$arch: boot finished in $((SECONDS - t)) s"
+    "$RUNNER" --log "$build/boot.log" --timeout 300 --gsp-arg --log-every --gsp-arg 100 -- \
+        "$qemu" "${qemu_args[@]}" -kernel "$build/$image" -nographic -no-reboot -m 512 -smp 2 \
+        -append "console=$console panic=-1" 2>"$build/runner.log" ||
+        { tail -n 20 "$build/runner.log"; fail "$arch: the runner failed (log: $build/runner.log)"; }
+    say "$arch: boot finished in $((SECONDS - t)) s ($(grep -c '^\[gsp\] vgsp-gsp: peer [0-9]* attached' "$build/runner.log") GSP processes)"
     grep -q 'KTAP version 1' "$build/boot.log" || { tail -n 20 "$build/boot.log"; fail "$arch: no KTAP in the boot log"; }
 
     local kunit_py=$TREE/tools/testing/kunit/kunit.py out

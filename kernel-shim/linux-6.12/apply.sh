@@ -7,7 +7,8 @@
 #
 # 1. the in-kernel flavour of the shim: the shim's environment-independent modules,
 #    copied unchanged into rust/kernel and rust/macros, the modules only a kernel has
-#    (kernel-shim/linux-6.12/rust/kernel), and rust-kernel-6.12.patch, which declares them;
+#    (kernel-shim/linux-6.12/rust/kernel), the C glue for the ivshmem-doorbell PCI device
+#    (kernel-shim/linux-6.12/rust/helpers), and rust-kernel-6.12.patch, which declares them;
 # 2. the project itself at drivers/vgsp (a symbolic link to this checkout), hooked
 #    into drivers/Makefile and drivers/Kconfig, so Kbuild reads the repository's
 #    top-level Kbuild and Kconfig.
@@ -45,8 +46,12 @@ copy "$SHIM/src/time.rs" rust/kernel/time/delta.rs
 copy "$SHIM/src/kunit.rs" rust/kernel/kunit/suite.rs
 copy "$SHIM/macros/src/kunit.rs" rust/macros/kunit.rs
 # Only in a kernel.
-for f in env.rs vdev.rs kunit/register.rs alloc/kvec_ext.rs; do
+for f in env.rs ivshmem.rs vdev.rs kunit/register.rs alloc/kvec_ext.rs; do
     copy "$HERE/rust/kernel/$f" "rust/kernel/$f"
+done
+# The ivshmem-doorbell PCI glue, built with the C helpers (6.12 has no kernel::pci).
+for f in vgsp_ivshmem.c vgsp_ivshmem.h; do
+    copy "$HERE/rust/helpers/$f" "rust/helpers/$f"
 done
 
 PATCH=$HERE/rust-kernel-6.12.patch
