@@ -20,12 +20,17 @@ pub mod cmdq_rings;
 pub mod copy_engine;
 pub mod fw_layout;
 pub mod gsp_e2e;
+pub mod ivshmem_device;
 pub mod mbarrier;
 pub mod vgsp_commands;
 
 use kernel::kunit::Suite;
 
-/// Every suite, in the order they are reported.
+/// The prefix of this crate's log lines, as `module!` defines it for a kernel module.
+const __LOG_PREFIX: &[u8] = b"vgsp_kunit\0";
+
+/// Every suite that runs outside a kernel, in the order they are reported
+/// ([`ivshmem_device`] needs the PCI device of a kernel booted by its runner).
 pub static SUITES: &[&Suite] = &[
     &fw_layout::tests::KUNIT_SUITE,
     &cmdq_rings::tests::KUNIT_SUITE,

@@ -125,8 +125,12 @@ impl DmaGspMem {
     /// Initialises `mem`, whatever it held: the PTE page mapping it, both tx headers, and
     /// every pointer at 0. The ring slots are left as they are.
     fn init(mem: CoherentAllocation<GspMem>) -> Result<Self> {
-        let ptes = fw::gsp_mem_ptes(mem.dma_handle());
-        dma_write!(mem[0].ptes = ptes)?;
+        for i in 0..fw::GSP_PTE_COUNT {
+            let pte = fw::gsp_mem_pte(mem.dma_handle(), i).to_le_bytes();
+            // SAFETY: The GSP is given the memory only after `init` returns; until then
+            // nothing else reads or writes it.
+            unsafe { mem.write_raw(fw::PTES_OFFSET + i * pte.len(), &pte)? };
+        }
         dma_write!(mem[0].cpuq.tx = MsgqTxHeader::new())?;
         dma_write!(mem[0].gspq.tx = MsgqTxHeader::new())?;
         dma_write!(mem[0].cpuq.rx.read_ptr = 0)?;

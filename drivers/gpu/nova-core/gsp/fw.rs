@@ -537,13 +537,17 @@ pub fn checksum(bytes: &[u8]) -> u32 {
     sum.fold()
 }
 
-/// Returns the PTE page of a [`GspMem`] at bus address `base`.
-pub fn gsp_mem_ptes(base: u64) -> [u64; GSP_PTE_COUNT] {
+/// Returns entry `index` of the PTE page of a [`GspMem`] at bus address `base`: the bus
+/// address of its page `index`, or 0 past its last page. (One entry at a time: the whole
+/// page is 4 KiB, too much for a kernel stack.)
+pub fn gsp_mem_pte(base: u64, index: usize) -> u64 {
     let pages = core::mem::size_of::<GspMem>() / GSP_PAGE_SIZE;
-    let mut ptes = [0u64; GSP_PTE_COUNT];
-    for (i, pte) in ptes.iter_mut().take(pages).enumerate() {
-        // CAST: `i < 0x81`.
-        *pte = base + ((i as u64) << GSP_PAGE_SHIFT);
+    match index < pages {
+        // CAST: `index < 0x81`.
+        true => base + ((index as u64) << GSP_PAGE_SHIFT),
+        false => 0,
     }
-    ptes
 }
+
+/// Byte offset of the PTE page in [`GspMem`].
+pub const PTES_OFFSET: usize = core::mem::offset_of!(GspMem, ptes);
