@@ -46,7 +46,8 @@ done
 
 CACHE=${VGSP_CACHE:-$HOME/.cache/vgsp}
 PASSED=0
-mapfile -t SUITES < <(sed -n 's/^#\[kunit_tests(\([a-z0-9_]*\))\]/\1/p' tests/kunit/*.rs)
+# The suites a host run reports: not the kernel-only ones (`#![cfg(CONFIG_RUST)]`).
+mapfile -t SUITES < <(grep -L '^#!\[cfg(CONFIG_RUST)\]' tests/kunit/*.rs | xargs sed -n 's/^#\[kunit_tests(\([a-z0-9_]*\))\]/\1/p')
 ((${#SUITES[@]} >= 5)) || { echo "FAIL: cannot list the KUnit suites of tests/kunit" >&2; exit 1; }
 
 step() { printf '\n==== [%4ds] %s\n' "$SECONDS" "$*"; }
@@ -175,8 +176,11 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch
 # Tests that run the project's binaries run them the same way.
 export VGSP_TEST_RUNNER=$CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER
 A64=(--target aarch64-unknown-linux-gnu -Zbuild-std=std,panic_unwind --target-dir target/aarch64)
-"${DEB[@]}" cargo test "${A64[@]}" --workspace --no-run || fail "aarch64 build"
-"${DEB[@]}" cargo test "${A64[@]}" --workspace || fail "aarch64 tests under qemu-aarch64"
+# Not vgsp-ivshmem: the ivshmem server, the GSP process and the runner are x86_64
+# host tools beside QEMU; the arm64 kernel tier drives the driver through them.
+A64+=(--workspace --exclude vgsp-ivshmem)
+"${DEB[@]}" cargo test "${A64[@]}" --no-run || fail "aarch64 build"
+"${DEB[@]}" cargo test "${A64[@]}" || fail "aarch64 tests under qemu-aarch64"
 pass "aarch64 tests under qemu-aarch64"
 
 step "aarch64: the dma barriers are the kernel's instructions"
