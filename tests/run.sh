@@ -24,7 +24,9 @@
 #   8. kernel: tests/kernel.sh — Linux 6.12 with the project dropped in, built
 #      and booted under QEMU on x86_64 and arm64 with two CPUs; every KUnit
 #      suite (the ones above, an end-to-end suite with the virtual GSP on a
-#      kernel thread, the kernel's Rust doctests) must pass through kunit.py,
+#      kernel thread, the device suite with the GSP in a host process behind
+#      QEMU's ivshmem-doorbell device, the kernel's Rust doctests) must pass
+#      through kunit.py,
 #      and get_maintainer.pl must find MAINTAINERS' entry for the driver.
 #
 # Options: --host-only skips 4 to 8; --no-kernel skips 8.

@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The queue: nova-core's [`Cmdq`] on the driver's CPU and the virtual GSP ([`Vgsp`]) on
+//! the GSP's, sharing one `GspMem` and a simulated BAR0. See the crate documentation for
+//! what each figure is.
+
+use std::{
+    hint::spin_loop,
+    sync::atomic::{
+        AtomicBool,
+        Ordering::{
+            Acquire,
+            Release, //
+        },
+    },
+    time::{
+        Duration,
+        Instant, //
+    },
+};
+
+use kernel::{
+    prelude::*,
+    time::Delta,
+    vdev::SimBar, //
+};
+use nova_core::gsp::{
+    cmdq::{
+        Cmdq,
+        MsgqSignal,
+        SEND_TIMEOUT, //
+    },
+    commands::Echo,
+    fw::{
+        self,
+        function,
+        MAX_ELEMENT_PAYLOAD,
+        RING_BYTES, //
+    },
+    regs::{
+        Bar0,
+        BAR0_SIZE,
+        NV_PGSP_QUEUE_HEAD, //
+    },
+};
+use vgsp::{
+    Progress,
+    Vgsp, //
+};
+use vgsp_kunit::{
+    fixture::gsp_view,
+    gsp_thread::serve, //
+};
+
+use crate::{
+    pin::run_pinned,
+    util::{
+        fill_pattern,
+        nanos,
+        Span, //
+    },
+    Config, Sample,
+};
+
+/// The function of the one-way throughput's commands: `UNLOADING_GUEST_DRIVER`, which the
+/// virtual GSP consumes whole, whatever its payload, and answers with an empty reply.
+pub const SINK_FUNCTION: u32 = function::UNLOADING_GUEST_DRIVER;
+/// The payload of the round-trip echo.
+const ECHO_PAYLOAD: [u8; 8] = *b"vgsp-rt!";
+/// How long the driver waits for a reply it expects.
+const REPLY_TIMEOUT: Delta = Delta::from_secs(2);
+/// 10^6: MB/s.
+const MEGA: f64 = 1e6;
+
+/// How the GSP thread waits for work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GspMode {
+    /// [`Vgsp::step`] in a loop, `spin_loop` when idle: never sleeps.
+    Busy,
+    /// As the host and KUnit tiers run it ([`serve`]): sleeps on the doorbell when idle.
+    Asleep,
+}
+
+/// Which simulated BAR0 the driver rings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bell {
+    /// `NV_PGSP_QUEUE_HEAD` is a doorbell: every write takes the device's lock and wakes
+    /// its waiters, as in the host tier.
+    Observed,
+    /// No register is a doorbell: a write is a store (the KUnit fixture's `TestBar`).
+    Quiet,
+}
+
+/// How the driver waits for a reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DriverWait {
+    /// As the driver does by default: it looks at the queue every `POLL_INTERVAL` (1 µs,
+    /// spent spinning on the clock in between).
+    Poll,
+    /// Back to back: the queue is given [`SPIN`] as its signal, whose wait returns at
+    /// once, so the driver looks again as soon as it has looked.
+    Spin,
+}
+
+/// What an echo round trip runs against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EchoSetup {
+    /// How the GSP waits for commands.
+    pub gsp: GspMode,
+    /// Which BAR the driver rings.
+    pub bell: Bell,
+    /// How the driver waits for the reply.
+    pub wait: DriverWait,
+}
+
+impl EchoSetup {
+    /// The GSP busy-polling, the observed doorbell, the driver as it is.
+    pub const BUSY: Self = Self {
+        gsp: GspMode::Busy,
+        bell: Bell::Observed,
+        wait: DriverWait::Poll,
+    };
+}
+
+/// A [`MsgqSignal`] that never sleeps: its count never moves and its wait returns at
+/// once, so that a receive looks at the queue back to back.
+pub struct SpinSignal;
+
+impl MsgqSignal for SpinSignal {
+    fn count(&self) -> u64 {
+        0
+    }
+
+    fn wait(&self, _seen: u64, _timeout: Delta) {
+        spin_loop();
+    }
+}
+
+/// The signal of [`DriverWait::Spin`].
+pub static SPIN: SpinSignal = SpinSignal;
+
+/// The simulated BAR0s, made once a run (16 MiB each).
+pub struct Bars {
+    observed: SimBar<BAR0_SIZE>,
+    quiet: SimBar<BAR0_SIZE>,
+}
+
+impl Bars {
+    /// Allocates both BARs.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if the memory cannot be had.
+    pub fn new() -> Result<Self> {
+        Ok(Self {
+            observed: SimBar::new(&[NV_PGSP_QUEUE_HEAD::OFFSET])?,
+            quiet: SimBar::new(&[])?,
+        })
+    }
+
+    /// Returns the BAR of `bell`.
+    pub fn get(&self, bell: Bell) -> &SimBar<BAR0_SIZE> {
+        match bell {
+            Bell::Observed => &self.observed,
+            Bell::Quiet => &self.quiet,
+        }
+    }
+}
+
+/// Runs [`Vgsp::step`] until `stop` is set, spinning when there is nothing to do.
+///
+/// # Errors
+///
+/// Any error of [`Vgsp::step`].
+pub fn serve_busy(gsp: &mut Vgsp<'_>, stop: &AtomicBool) -> Result {
+    // ORDERING: `Acquire` pairs with the `Release` store in `with_pair`; it only hands over
+    // the stop request, the rings are ordered by their own barriers.
+    while !stop.load(Acquire) {
+        if gsp.step()? != Progress::Worked {
+            spin_loop();
+        }
+    }
+    Ok(())
+}
+
+/// Runs `driver` with a fresh queue on the driver's CPU while a fresh virtual GSP serves
+/// it on the GSP's CPU in `mode`, the doorbell in `bar`; returns what `driver` returned.
+///
+/// # Errors
+///
+/// - `ENOMEM` if the shared memory cannot be had.
+/// - Any error of `driver`, or of the GSP.
+fn with_pair<R: Send>(
+    bar: &SimBar<BAR0_SIZE>,
+    mode: GspMode,
+    driver: impl FnOnce(&mut Cmdq, &Bar0) -> Result<R> + Send,
+) -> Result<R> {
+    let mut cmdq = Cmdq::new(kernel::vdev::device()?)?;
+    // SAFETY: The view is used only by the GSP thread, which `run_pinned` joins before
+    // `cmdq`, which owns the memory, is dropped at the end of this function.
+    let view = unsafe { gsp_view(&cmdq) };
+    let stop = AtomicBool::new(false);
+    let (driven, served) = run_pinned(
+        || {
+            let r = driver(&mut cmdq, bar.io());
+            // ORDERING: `Release` pairs with the `Acquire` loads in `serve_busy` and `serve`;
+            // the kick wakes the GSP if it sleeps on the doorbell.
+            stop.store(true, Release);
+            bar.kick();
+            r
+        },
+        || {
+            let mut gsp = Vgsp::new(view)?;
+            match mode {
+                GspMode::Busy => serve_busy(&mut gsp, &stop),
+                GspMode::Asleep => serve(&mut gsp, bar, &stop),
+            }
+        },
+    );
+    served?;
+    driven
+}
+
+/// Sends [`ECHO_PAYLOAD`] and checks the reply.
+///
+/// # Errors
+///
+/// - `EIO` if the reply is not the echo of this command.
+/// - Any error of the send or the receive.
+fn echo(cmdq: &mut Cmdq, bar: &Bar0) -> Result {
+    let seq = cmdq.send_command(bar, &Echo(&ECHO_PAYLOAD))?;
+    let reply = cmdq.receive_msg(REPLY_TIMEOUT)?;
+    if reply.function != function::NOP
+        || reply.sequence != seq
+        || reply.rpc_result != fw::NV_OK
+        || reply.payload[..] != ECHO_PAYLOAD[..]
+    {
+        return Err(EIO);
+    }
+    Ok(())
+}
+
+/// Spins for `d`.
+fn spin_for(d: Duration) {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        spin_loop();
+    }
+}
+
+/// Measures the round trip of an 8-byte echo in `setup`, the doorbell in `bar`: median
+/// and p99 in nanoseconds.
+///
+/// # Errors
+///
+/// Any error of the driver or the GSP.
+pub fn echo_round_trip(cfg: &Config, bar: &SimBar<BAR0_SIZE>, setup: EchoSetup) -> Result<Sample> {
+    let gap = (setup.gsp == GspMode::Asleep).then_some(cfg.asleep_gap);
+    let mut ns = with_pair(bar, setup.gsp, |cmdq, bar| {
+        if setup.wait == DriverWait::Spin {
+            cmdq.set_signal(&SPIN);
+        }
+        // Twice round both rings: every slot touched, the caches and the GSP warm.
+        for _ in 0..2 * fw::MSGQ_NUM_PAGES {
+            echo(cmdq, bar)?;
+        }
+        let span = Span::start(cfg);
+        let mut ns = Vec::new();
+        while !span.over(ns.len()) {
+            if let Some(gap) = gap {
+                spin_for(gap);
+            }
+            let t0 = Instant::now();
+            echo(cmdq, bar)?;
+            ns.push(nanos(t0.elapsed()));
+        }
+        Ok(ns)
+    })?;
+    Ok(Sample::latencies(&mut ns))
+}
+
+/// Returns the elements and the slots an RPC of `len` payload bytes is sent as.
+pub fn rpc_shape(len: usize) -> (usize, u32) {
+    let elements = fw::element_count_for_rpc(len);
+    let mut slots = 0;
+    let mut left = len;
+    for _ in 0..elements {
+        let chunk = left.min(MAX_ELEMENT_PAYLOAD);
+        slots += fw::elem_count_for(chunk);
+        left -= chunk;
+    }
+    (elements, slots)
+}
+
+/// Receives one reply to a [`SINK_FUNCTION`] command, waiting up to `timeout`; returns
+/// whether one came.
+///
+/// # Errors
+///
+/// - `EIO` if the message is not a successful reply to such a command.
+/// - Any error of the receive other than `ETIMEDOUT`.
+fn sink_reply(cmdq: &mut Cmdq, timeout: Delta) -> Result<bool> {
+    match cmdq.receive_msg(timeout) {
+        Ok(msg) if msg.function == SINK_FUNCTION && msg.rpc_result == fw::NV_OK => Ok(true),
+        Ok(_) => Err(EIO),
+        Err(e) if e == ETIMEDOUT => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Measures one-way throughput of [`SINK_FUNCTION`] commands of `len` payload bytes,
+/// the GSP busy-polling: MB/s of payload.
+///
+/// # Errors
+///
+/// Any error of the driver or the GSP, or a reply that never comes.
+pub fn command_stream(cfg: &Config, bar: &SimBar<BAR0_SIZE>, len: usize) -> Result<Sample> {
+    let rate = with_pair(bar, GspMode::Busy, |cmdq, bar| {
+        let mut payload = std::vec![0u8; len];
+        fill_pattern(&mut payload, 4);
+        let send_and_drain = |cmdq: &mut Cmdq, sent: &mut usize, received: &mut usize| {
+            cmdq.send_rpc(bar, SINK_FUNCTION, &payload, SEND_TIMEOUT)?;
+            *sent += 1;
+            while sink_reply(cmdq, Delta::ZERO)? {
+                *received += 1;
+            }
+            Ok::<(), Error>(())
+        };
+        let drain_all = |cmdq: &mut Cmdq, sent: usize, received: &mut usize| {
+            while *received < sent {
+                if !sink_reply(cmdq, REPLY_TIMEOUT)? {
+                    return Err(ETIMEDOUT);
+                }
+                *received += 1;
+            }
+            Ok(())
+        };
+
+        // Twice round the ring: every slot touched, the caches and the GSP warm.
+        let (mut sent, mut received) = (0, 0);
+        while sent * len < 2 * RING_BYTES || sent < 2 {
+            send_and_drain(cmdq, &mut sent, &mut received)?;
+        }
+        drain_all(cmdq, sent, &mut received)?;
+
+        let span = Span::start(cfg);
+        let (mut sent, mut received) = (0, 0);
+        while !span.over(sent) {
+            send_and_drain(cmdq, &mut sent, &mut received)?;
+        }
+        drain_all(cmdq, sent, &mut received)?;
+        Ok(span.rate(sent * len, MEGA))
+    })?;
+    Ok(Sample::rate(rate))
+}

@@ -1,0 +1,477 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The report: the figures' medians, the ratios, the table and the JSON file.
+
+use std::fmt::Write as _;
+
+use crate::{
+    machine::Machine,
+    pin,
+    queue::rpc_shape,
+    stats,
+    Config,
+    FigureSpec,
+    Goal,
+    Measure,
+    RatioSpec,
+    Sample,
+    Unit,
+    PENDING,
+    RATIOS, //
+};
+
+/// The version of the JSON file's layout.
+pub const JSON_SCHEMA: u32 = 1;
+
+/// Every repetition of one figure.
+#[derive(Debug)]
+pub struct FigureResult {
+    /// The figure.
+    pub spec: &'static FigureSpec,
+    /// One sample a repetition, in order.
+    pub samples: Vec<Sample>,
+}
+
+impl FigureResult {
+    /// Returns the values of the repetitions.
+    pub fn values(&self) -> impl Iterator<Item = f64> + '_ {
+        self.samples.iter().map(|s| s.value)
+    }
+
+    /// Returns the median over the repetitions.
+    pub fn median(&self) -> f64 {
+        stats::median(self.values())
+    }
+
+    /// Returns the median over the repetitions of the p99, for latencies.
+    pub fn p99(&self) -> Option<f64> {
+        self.spec
+            .has_p99()
+            .then(|| stats::median(self.samples.iter().filter_map(|s| s.p99)))
+    }
+
+    /// Returns the lowest and the highest repetition.
+    pub fn spread(&self) -> (f64, f64) {
+        self.values()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(v), hi.max(v))
+            })
+    }
+
+    /// Returns the median messages a second, for streams of messages.
+    pub fn msgs_per_s(&self) -> Option<f64> {
+        let bytes = self.spec.msg_bytes()?;
+        // CAST: message sizes are far below 2^53.
+        (self.spec.unit == Unit::MBps).then(|| self.median() * 1e6 / bytes as f64)
+    }
+
+    /// Returns the elements and slots of one command, for the queue's throughput.
+    pub fn shape(&self) -> Option<(usize, u32)> {
+        match self.spec.measure {
+            Measure::Commands(len) => Some(rpc_shape(len)),
+            _ => None,
+        }
+    }
+
+    /// Returns the label with the command's shape, if it has one.
+    fn long_label(&self) -> String {
+        match self.shape() {
+            Some((1, 1)) => format!("{} [1 el, 1 slot]", self.spec.label),
+            Some((1, slots)) => format!("{} [1 el, {slots} slots]", self.spec.label),
+            Some((els, slots)) => format!("{} [{els} els, {slots} slots]", self.spec.label),
+            None => self.spec.label.to_owned(),
+        }
+    }
+}
+
+/// One ratio, from the figures of the same run.
+#[derive(Debug)]
+pub struct RatioResult {
+    /// The ratio.
+    pub spec: &'static RatioSpec,
+    /// The ratio within each repetition.
+    pub per_rep: Vec<f64>,
+    /// The median of `per_rep`: the figure the goal is judged on.
+    pub value: f64,
+    /// The ratio of the two figures' medians.
+    pub of_medians: f64,
+}
+
+impl RatioResult {
+    /// Returns whether the goal is met, if there is one.
+    pub fn met(&self) -> Option<bool> {
+        self.spec.goal.map(|g| g.met(self.value))
+    }
+}
+
+/// What a run found.
+#[derive(Debug)]
+pub struct Report {
+    /// The machine.
+    pub machine: Machine,
+    /// Whether every thread ran where it was meant to.
+    pub pinned: bool,
+    /// The configuration.
+    pub cfg: Config,
+    /// Every figure measured, in the order of [`crate::FIGURES`].
+    pub figures: Vec<FigureResult>,
+    /// Every ratio whose figures were measured, in the order of [`RATIOS`].
+    pub ratios: Vec<RatioResult>,
+}
+
+impl Report {
+    /// Makes the report of `measured`: each figure measured, with one sample a
+    /// repetition.
+    pub fn new(
+        machine: Machine,
+        cfg: Config,
+        measured: Vec<(&'static FigureSpec, Vec<Sample>)>,
+    ) -> Self {
+        let figures: Vec<FigureResult> = measured
+            .into_iter()
+            .map(|(spec, samples)| FigureResult { spec, samples })
+            .collect();
+        let find = |key: &str| figures.iter().find(|f| f.spec.key == key);
+        let ratios = RATIOS
+            .iter()
+            .filter_map(|spec| {
+                let (num, den) = (find(spec.num)?, find(spec.den)?);
+                let per_rep: Vec<f64> =
+                    num.values().zip(den.values()).map(|(n, d)| n / d).collect();
+                Some(RatioResult {
+                    spec,
+                    value: stats::median(per_rep.iter().copied()),
+                    of_medians: num.median() / den.median(),
+                    per_rep,
+                })
+            })
+            .collect();
+        Self {
+            pinned: machine.pinnable && pin::all_pinned(),
+            machine,
+            cfg,
+            figures,
+            ratios,
+        }
+    }
+
+    /// Returns the figure whose key is `key`.
+    pub fn figure(&self, key: &str) -> Option<&FigureResult> {
+        self.figures.iter().find(|f| f.spec.key == key)
+    }
+
+    /// Returns the printed report: the header, the table of figures, the ratios.
+    pub fn table(&self) -> String {
+        let m = &self.machine;
+        let cfg = &self.cfg;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "vgsp-bench: nova-core's GSP command queue against the machine and rtrb"
+        );
+        let _ = writeln!(
+            out,
+            "date {}; machine: {}, nproc {}, Linux {}, load {}",
+            m.date, m.cpu_model, m.nproc, m.kernel, m.loadavg
+        );
+        let _ = writeln!(
+            out,
+            "driver thread on CPU {}, GSP thread on CPU {} ({}); mode {}: {} repetition(s) \
+             interleaved, {} ms a figure each; median over the repetitions, min..max beside",
+            pin::DRIVER_CPU,
+            pin::GSP_CPU,
+            if self.pinned { "pinned" } else { "NOT pinned" },
+            cfg.mode.name(),
+            cfg.reps,
+            cfg.sample_time.as_millis(),
+        );
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "{:<9} {:<52} {:<8} {:>16} {:>18}  min .. max",
+            "section", "figure", "variant", "median", "p99 / rate"
+        );
+        for f in &self.figures {
+            let unit = f.spec.unit.symbol();
+            let detail = match (f.p99(), f.msgs_per_s()) {
+                (Some(p99), _) => format!("p99 {} {unit}", num(p99)),
+                (None, Some(rate)) => format!("{} msg/s", num(rate)),
+                (None, None) => String::new(),
+            };
+            let (lo, hi) = f.spread();
+            let _ = writeln!(
+                out,
+                "{:<9} {:<52} {:<8} {:>16} {:>18}  {} .. {}",
+                f.spec.section.name(),
+                f.long_label(),
+                f.spec.variant().unwrap_or("-"),
+                format!("{} {unit}", num(f.median())),
+                detail,
+                num(lo),
+                num(hi),
+            );
+        }
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "{:<52} {:>8} {:>11} {:>8}  verdict",
+            "ratio (same run)", "value", "of medians", "goal"
+        );
+        for r in &self.ratios {
+            let (goal, verdict) = match (r.spec.goal, r.met()) {
+                (Some(g), Some(met)) => (goal_text(g), if met { "met" } else { "NOT met" }),
+                _ => (String::from("-"), "(for information)"),
+            };
+            let _ = writeln!(
+                out,
+                "{:<52} {:>8} {:>11} {:>8}  {}",
+                r.spec.label,
+                ratio(r.value),
+                ratio(r.of_medians),
+                goal,
+                verdict
+            );
+        }
+        for (_, label, why) in PENDING {
+            let _ = writeln!(out, "{label:<52} {:>8}  pending: {why}", "n/a");
+        }
+        let goals: Vec<bool> = self.ratios.iter().filter_map(RatioResult::met).collect();
+        let _ = writeln!(
+            out,
+            "\ngoals met: {} of {} measured ({} pending)",
+            goals.iter().filter(|&&m| m).count(),
+            goals.len(),
+            PENDING.len()
+        );
+        out
+    }
+
+    /// Returns the report as JSON (layout [`JSON_SCHEMA`]).
+    pub fn json(&self) -> String {
+        let m = &self.machine;
+        let cfg = &self.cfg;
+        let mut out = String::new();
+        out.push_str("{\n");
+        let _ = writeln!(out, "  \"tool\": \"vgsp-bench\",");
+        let _ = writeln!(out, "  \"schema\": {JSON_SCHEMA},");
+        let _ = writeln!(out, "  \"date\": {},", string(&m.date));
+        let _ = writeln!(
+            out,
+            "  \"machine\": {{\"nproc\": {}, \"cpu_model\": {}, \"kernel\": {}, \"loadavg\": {}, \
+             \"pinned\": {}, \"driver_cpu\": {}, \"gsp_cpu\": {}}},",
+            m.nproc,
+            string(&m.cpu_model),
+            string(&m.kernel),
+            string(&m.loadavg),
+            self.pinned,
+            pin::DRIVER_CPU,
+            pin::GSP_CPU
+        );
+        let _ = writeln!(
+            out,
+            "  \"config\": {{\"mode\": {}, \"repetitions\": {}, \"sample_ms\": {}, \
+             \"min_iters\": {}, \"asleep_gap_us\": {}}},",
+            string(cfg.mode.name()),
+            cfg.reps,
+            cfg.sample_time.as_millis(),
+            cfg.min_iters,
+            cfg.asleep_gap.as_micros()
+        );
+
+        out.push_str("  \"figures\": {\n");
+        for (i, f) in self.figures.iter().enumerate() {
+            let (lo, hi) = f.spread();
+            let mut fields = vec![
+                ("section", string(f.spec.section.name())),
+                ("label", string(f.spec.label)),
+                ("unit", string(f.spec.unit.symbol())),
+                ("variant", f.spec.variant().map_or("null".into(), string)),
+                ("median", number(f.median())),
+                ("min", number(lo)),
+                ("max", number(hi)),
+                ("samples", numbers(f.values())),
+            ];
+            if let Some(p99) = f.p99() {
+                fields.push(("p99", number(p99)));
+                fields.push((
+                    "p99_samples",
+                    numbers(f.samples.iter().filter_map(|s| s.p99)),
+                ));
+            }
+            if let Some(bytes) = f.spec.msg_bytes() {
+                fields.push(("msg_bytes", bytes.to_string()));
+            }
+            if let Some(rate) = f.msgs_per_s() {
+                fields.push(("msgs_per_s", number(rate)));
+            }
+            if let Some((elements, slots)) = f.shape() {
+                fields.push(("elements", elements.to_string()));
+                fields.push(("slots", slots.to_string()));
+            }
+            let _ = writeln!(
+                out,
+                "    {}: {}{}",
+                string(f.spec.key),
+                object(&fields),
+                comma(i, self.figures.len())
+            );
+        }
+        out.push_str("  },\n");
+
+        out.push_str("  \"ratios\": {\n");
+        for (i, r) in self.ratios.iter().enumerate() {
+            let fields = [
+                ("label", string(r.spec.label)),
+                ("num", string(r.spec.num)),
+                ("den", string(r.spec.den)),
+                ("value", number(r.value)),
+                ("of_medians", number(r.of_medians)),
+                ("per_repetition", numbers(r.per_rep.iter().copied())),
+                (
+                    "goal",
+                    r.spec.goal.map_or("null".into(), |g| string(&goal_text(g))),
+                ),
+                ("met", r.met().map_or("null".into(), |m| m.to_string())),
+            ];
+            let _ = writeln!(
+                out,
+                "    {}: {}{}",
+                string(r.spec.key),
+                object(&fields),
+                comma(i, self.ratios.len())
+            );
+        }
+        out.push_str("  },\n");
+
+        out.push_str("  \"pending\": {\n");
+        for (i, (key, label, why)) in PENDING.iter().enumerate() {
+            let fields = [("label", string(label)), ("why", string(why))];
+            let _ = writeln!(
+                out,
+                "    {}: {}{}",
+                string(key),
+                object(&fields),
+                comma(i, PENDING.len())
+            );
+        }
+        out.push_str("  }\n}\n");
+        out
+    }
+}
+
+/// Returns `v` with three or so significant digits.
+fn num(v: f64) -> String {
+    match v.abs() {
+        a if !a.is_finite() => format!("{v}"),
+        a if a >= 100.0 => format!("{v:.0}"),
+        a if a >= 10.0 => format!("{v:.1}"),
+        _ => format!("{v:.2}"),
+    }
+}
+
+/// Returns a ratio with two decimals.
+fn ratio(v: f64) -> String {
+    format!("{v:.2}")
+}
+
+/// Returns a goal as `<= 2` or `>= 0.8`.
+fn goal_text(goal: Goal) -> String {
+    match goal {
+        Goal::AtMost(b) => format!("<= {b}"),
+        Goal::AtLeast(b) => format!(">= {b}"),
+    }
+}
+
+/// Returns `s` as a JSON string.
+fn string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Returns `v` as a JSON number, or `null` if it is not finite.
+fn number(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v}")
+    } else {
+        "null".into()
+    }
+}
+
+/// Returns `values` as a JSON array of numbers.
+fn numbers(values: impl Iterator<Item = f64>) -> String {
+    let items: Vec<String> = values.map(number).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// Returns a JSON object of `fields`, whose values are JSON already.
+fn object(fields: &[(&str, String)]) -> String {
+    let items: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| format!("{}: {v}", string(k)))
+        .collect();
+    format!("{{{}}}", items.join(", "))
+}
+
+/// Returns the separator after item `i` of `len`.
+fn comma(i: usize, len: usize) -> &'static str {
+    if i + 1 < len {
+        ","
+    } else {
+        ""
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FIGURES;
+
+    #[test]
+    fn every_ratio_divides_figures_of_one_unit() {
+        for r in RATIOS {
+            let (num, den) = (crate::figure(r.num), crate::figure(r.den));
+            let (Some(num), Some(den)) = (num, den) else {
+                panic!("{}: unknown figure", r.key);
+            };
+            assert_eq!(num.unit, den.unit, "{}", r.key);
+        }
+    }
+
+    #[test]
+    fn measure_order_is_a_permutation_of_the_figures() {
+        let mut order = crate::MEASURE_ORDER.to_vec();
+        let mut keys: Vec<&str> = FIGURES.iter().map(|f| f.key).collect();
+        order.sort_unstable();
+        keys.sort_unstable();
+        assert_eq!(order, keys);
+    }
+
+    #[test]
+    fn figure_keys_are_unique() {
+        for (i, f) in FIGURES.iter().enumerate() {
+            assert!(FIGURES[..i].iter().all(|g| g.key != f.key), "{}", f.key);
+        }
+    }
+
+    #[test]
+    fn json_strings_escape_quotes_and_controls() {
+        assert_eq!(string("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+    }
+
+    #[test]
+    fn non_finite_numbers_are_null() {
+        assert_eq!(number(f64::NAN), "null");
+    }
+}
