@@ -21,7 +21,7 @@ use crate::{
         Result, //
     },
     sync::barrier::{
-        dma_mb,
+        io_dma_mb,
         Read,
         Write, //
     },
@@ -135,7 +135,7 @@ impl<const SIZE: usize> Io<SIZE> {
         // ORDERING: LOAD->LOAD. Orders this register read before the caller's later reads of
         // coherent memory, as `readl`'s `__iormb` does. Pairs with the device's writes of
         // that memory before it updates the register.
-        dma_mb(Read);
+        io_dma_mb(Read);
         Ok(value)
     }
 
@@ -168,7 +168,7 @@ impl<const SIZE: usize> Io<SIZE> {
         // ORDERING: STORE->STORE. Orders the caller's earlier stores to coherent memory
         // before this register write, as `writel`'s `__iowmb` does. Pairs with the device
         // reading that memory after it sees the register write.
-        dma_mb(Write);
+        io_dma_mb(Write);
         self.try_write32_relaxed(value, offset)
     }
 

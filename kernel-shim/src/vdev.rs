@@ -15,7 +15,12 @@
 use std::{
     boxed::Box,
     sync::{
-        atomic::AtomicU32,
+        atomic::{
+            AtomicU32,
+            AtomicU64,
+            AtomicUsize,
+            Ordering, //
+        },
         Condvar,
         Mutex, //
     },
@@ -43,19 +48,36 @@ pub fn device() -> Result<&'static Device> {
     Ok(crate::host::device())
 }
 
+/// The doorbells of a [`SimBar`].
+///
+/// A ring takes the lock and wakes only when a thread waits, so a doorbell costs an
+/// atomic increment when nobody sleeps on it, as a register write would. Both counters
+/// are `SeqCst`: a ring that sees no waiter comes before the waiter's registration in
+/// that order, so the waiter then sees the ring.
 struct Doorbells {
     offsets: Vec<usize>,
-    rings: Mutex<u64>,
+    rings: AtomicU64,
+    waiters: AtomicUsize,
+    lock: Mutex<()>,
     rung: Condvar,
+}
+
+impl Doorbells {
+    fn ring(&self) {
+        self.rings.fetch_add(1, Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            // Taking the lock waits for a waiter between its check and its sleep.
+            // PANIC: a poisoned lock means another thread already panicked.
+            let _guard = self.lock.lock().unwrap();
+            self.rung.notify_all();
+        }
+    }
 }
 
 impl MmioWriteObserver for Doorbells {
     fn written(&self, offset: usize, _value: u32) {
         if self.offsets.contains(&offset) {
-            // PANIC: a poisoned lock means another thread already panicked.
-            let mut rings = self.rings.lock().unwrap();
-            *rings += 1;
-            self.rung.notify_all();
+            self.ring();
         }
     }
 }
@@ -86,7 +108,9 @@ impl<const SIZE: usize> SimBar<SIZE> {
         let regs: Box<[AtomicU32]> = (0..SIZE / 4).map(|_| AtomicU32::new(0)).collect();
         let bells = KBox::new(Doorbells {
             offsets: doorbells.to_vec(),
-            rings: Mutex::new(0),
+            rings: AtomicU64::new(0),
+            waiters: AtomicUsize::new(0),
+            lock: Mutex::new(()),
             rung: Condvar::new(),
         });
         // SAFETY: `regs` is a live allocation of `SIZE` bytes, 4-byte aligned, and `bells` a
@@ -107,30 +131,32 @@ impl<const SIZE: usize> SimBar<SIZE> {
 
     /// Returns how many times a doorbell has been written.
     pub fn doorbell_count(&self) -> u64 {
-        // PANIC: a poisoned lock means another thread already panicked.
-        *self.bells.rings.lock().unwrap()
+        self.bells.rings.load(Ordering::SeqCst)
     }
 
     /// Waits until the doorbell count differs from `seen` or `timeout` passes, and
     /// returns the count.
     pub fn wait_doorbell(&self, seen: u64, timeout: Delta) -> u64 {
         let timeout = core::time::Duration::from_nanos(timeout.as_nanos().max(0).unsigned_abs());
+        let bells = &*self.bells;
         // PANIC: a poisoned lock means another thread already panicked.
-        let guard = self.bells.rings.lock().unwrap();
-        let (guard, _) = self
-            .bells
+        let guard = bells.lock.lock().unwrap();
+        bells.waiters.fetch_add(1, Ordering::SeqCst);
+        // PANIC: as above.
+        let (guard, _) = bells
             .rung
-            .wait_timeout_while(guard, timeout, |rings| *rings == seen)
+            .wait_timeout_while(guard, timeout, |_| {
+                bells.rings.load(Ordering::SeqCst) == seen
+            })
             .unwrap();
-        *guard
+        bells.waiters.fetch_sub(1, Ordering::SeqCst);
+        drop(guard);
+        bells.rings.load(Ordering::SeqCst)
     }
 
     /// Wakes every waiter without a register write (used to stop a device thread).
     pub fn kick(&self) {
-        // PANIC: a poisoned lock means another thread already panicked.
-        let mut rings = self.bells.rings.lock().unwrap();
-        *rings += 1;
-        self.bells.rung.notify_all();
+        self.bells.ring();
     }
 }
 

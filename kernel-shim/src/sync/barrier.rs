@@ -14,6 +14,20 @@
 //!
 //! Every instruction is emitted by an `asm!` block without `nomem`, so it is a compiler
 //! barrier as well.
+//!
+//! # Benchmark features
+//!
+//! Two features exist for the benchmark (`tests/bench`) only; both are off by default and
+//! no normal build enables them:
+//!
+//! - `dma-mb-all-full`: every [`dma_mb`] emits the [`Full`] instruction, whatever flavour
+//!   the caller asked for ([`DMA_MB_ALL_FULL`]), so that the same driver can be measured
+//!   with every barrier `Full` without a line of it changing. The barriers of `readl` and
+//!   `writel` ([`crate::io::Io::read32`], [`crate::io::Io::write32`]) are the
+//!   architecture's and stay as they are.
+//! - `dma-mb-stats`: every executed [`dma_mb`], and every barrier of `readl`/`writel`, is
+//!   counted in global relaxed atomics (`stats`). Without it nothing is counted and a
+//!   barrier costs exactly its instruction.
 
 mod private {
     pub trait Sealed {}
@@ -24,6 +38,13 @@ pub trait MemoryBarrier: private::Sealed {
     #[doc(hidden)]
     #[cfg(loom)]
     const FLAVOUR: crate::model::Flavour;
+    /// The flavour's index in [`FLAVOURS`]: 0 [`Full`], 1 [`Read`], 2 [`Write`].
+    #[doc(hidden)]
+    const INDEX: usize;
+    /// The instruction [`dma_mb`] of this flavour emits on this architecture; empty for a
+    /// compiler barrier.
+    #[doc(hidden)]
+    const DMA_INSTRUCTION: &'static str;
     #[doc(hidden)]
     fn dma();
     #[doc(hidden)]
@@ -44,6 +65,22 @@ pub struct Read;
 #[derive(Clone, Copy, Debug)]
 pub struct Write;
 
+/// The flavours' names, in the order of [`MemoryBarrier`]'s indices (and of the arrays of
+/// `stats::DmaMbCounts`).
+pub const FLAVOURS: [&str; 3] = ["Full", "Read", "Write"];
+
+/// The instruction [`dma_mb`] of each flavour of [`FLAVOURS`] emits on this architecture
+/// (before `dma-mb-all-full`); empty for a compiler barrier.
+pub const DMA_INSTRUCTIONS: [&str; 3] = [
+    Full::DMA_INSTRUCTION,
+    Read::DMA_INSTRUCTION,
+    Write::DMA_INSTRUCTION,
+];
+
+/// Whether every [`dma_mb`] emits the [`Full`] instruction (feature `dma-mb-all-full`,
+/// for the benchmark only).
+pub const DMA_MB_ALL_FULL: bool = cfg!(feature = "dma-mb-all-full");
+
 impl private::Sealed for Full {}
 impl private::Sealed for Read {}
 impl private::Sealed for Write {}
@@ -51,10 +88,12 @@ impl private::Sealed for Write {}
 /// Emits one barrier instruction (or none) as an `asm!` block that is also a compiler
 /// barrier.
 macro_rules! define_barrier {
-    ($flavour:ident, dma: $dma:literal, smp: $smp:literal, mb: $mb:literal) => {
+    ($flavour:ident = $index:literal, dma: $dma:literal, smp: $smp:literal, mb: $mb:literal) => {
         impl MemoryBarrier for $flavour {
             #[cfg(loom)]
             const FLAVOUR: crate::model::Flavour = crate::model::Flavour::$flavour;
+            const INDEX: usize = $index;
+            const DMA_INSTRUCTION: &'static str = $dma;
 
             #[inline(always)]
             fn dma() {
@@ -82,29 +121,38 @@ macro_rules! define_barrier {
 }
 
 #[cfg(target_arch = "aarch64")]
-define_barrier!(Full, dma: "dmb osh", smp: "dmb ish", mb: "dsb sy");
+define_barrier!(Full = 0, dma: "dmb osh", smp: "dmb ish", mb: "dsb sy");
 #[cfg(target_arch = "aarch64")]
-define_barrier!(Read, dma: "dmb oshld", smp: "dmb ishld", mb: "dsb ld");
+define_barrier!(Read = 1, dma: "dmb oshld", smp: "dmb ishld", mb: "dsb ld");
 #[cfg(target_arch = "aarch64")]
-define_barrier!(Write, dma: "dmb oshst", smp: "dmb ishst", mb: "dsb st");
+define_barrier!(Write = 2, dma: "dmb oshst", smp: "dmb ishst", mb: "dsb st");
 
 // x86-64 is TSO: only store->load needs an instruction; the others are compiler barriers
 // (an empty `asm!` block without `nomem`).
 #[cfg(target_arch = "x86_64")]
-define_barrier!(Full, dma: "mfence", smp: "lock add dword ptr [rsp - 4], 0", mb: "mfence");
+define_barrier!(Full = 0, dma: "mfence", smp: "lock add dword ptr [rsp - 4], 0", mb: "mfence");
 #[cfg(target_arch = "x86_64")]
-define_barrier!(Read, dma: "", smp: "", mb: "lfence");
+define_barrier!(Read = 1, dma: "", smp: "", mb: "lfence");
 #[cfg(target_arch = "x86_64")]
-define_barrier!(Write, dma: "", smp: "", mb: "sfence");
+define_barrier!(Write = 2, dma: "", smp: "", mb: "sfence");
 
 #[cfg(not(any(target_arch = "aarch64", target_arch = "x86_64")))]
 compile_error!("kernel::sync::barrier: no barrier instructions for this architecture");
 
 /// A DMA memory barrier: orders accesses as a bus-mastering device sees them.
+///
+/// With the feature `dma-mb-all-full` (benchmarks only) every flavour emits the [`Full`]
+/// instruction; with `dma-mb-stats` the call is counted (`stats`).
 #[cfg(not(loom))]
 #[inline(always)]
 pub fn dma_mb<T: MemoryBarrier>(_: T) {
-    T::dma()
+    #[cfg(feature = "dma-mb-stats")]
+    stats::count_dma_mb(T::INDEX);
+    if DMA_MB_ALL_FULL {
+        Full::dma()
+    } else {
+        T::dma()
+    }
 }
 
 /// A DMA memory barrier, under the model: a loom fence, recorded and mutable by the
@@ -112,7 +160,112 @@ pub fn dma_mb<T: MemoryBarrier>(_: T) {
 #[cfg(loom)]
 #[track_caller]
 pub fn dma_mb<T: MemoryBarrier>(_: T) {
+    crate::model::barrier(if DMA_MB_ALL_FULL {
+        crate::model::Flavour::Full
+    } else {
+        T::FLAVOUR
+    })
+}
+
+/// The DMA barrier of `readl` and `writel` (upstream's `__iormb` and `__iowmb`, which on
+/// arm64 are `dma_rmb` and `dma_wmb`): the architecture's, not the driver's, so the
+/// barrier variants leave it as it is; `stats` counts it apart from [`dma_mb`].
+#[cfg(not(loom))]
+#[inline(always)]
+pub(crate) fn io_dma_mb<T: MemoryBarrier>(_: T) {
+    #[cfg(feature = "dma-mb-stats")]
+    stats::count_io(T::INDEX);
+    T::dma()
+}
+
+/// The DMA barrier of `readl` and `writel`, under the model: as [`dma_mb`], recorded at
+/// the caller's source location.
+#[cfg(loom)]
+#[track_caller]
+pub(crate) fn io_dma_mb<T: MemoryBarrier>(_: T) {
     crate::model::barrier(T::FLAVOUR)
+}
+
+/// Counts of executed DMA barriers (feature `dma-mb-stats`, for the benchmark only).
+///
+/// The counters are global relaxed atomics, shared by every thread: a caller that wants
+/// one agent's barriers runs the agents in turns and takes a [`stats::snapshot`] around
+/// each turn ([`stats::DmaMbCounts::since`]).
+#[cfg(feature = "dma-mb-stats")]
+pub mod stats {
+    use core::sync::atomic::{
+        AtomicU64,
+        Ordering::Relaxed, //
+    };
+
+    use super::DMA_MB_ALL_FULL;
+
+    static DMA_MB: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+    static IO: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+
+    /// Counts one [`super::dma_mb`] of the flavour with index `flavour`.
+    #[inline(always)]
+    pub(super) fn count_dma_mb(flavour: usize) {
+        DMA_MB[flavour].fetch_add(1, Relaxed);
+    }
+
+    /// Counts one barrier of `readl`/`writel` of the flavour with index `flavour`.
+    #[inline(always)]
+    pub(super) fn count_io(flavour: usize) {
+        IO[flavour].fetch_add(1, Relaxed);
+    }
+
+    /// Executed DMA barriers, each array indexed as [`super::FLAVOURS`].
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DmaMbCounts {
+        /// [`super::dma_mb`] calls, by the flavour the caller asked for.
+        pub asked: [u64; 3],
+        /// The barrier instructions those calls emitted, by flavour: `asked`, or with
+        /// `dma-mb-all-full` every one of them `Full`.
+        pub emitted: [u64; 3],
+        /// The barriers of `readl`/`writel` (`Io::read32`, `Io::write32`), by flavour.
+        pub io: [u64; 3],
+    }
+
+    impl DmaMbCounts {
+        /// Returns the barriers executed between `earlier` and `self`.
+        pub fn since(&self, earlier: &Self) -> Self {
+            let sub = |a: [u64; 3], b: [u64; 3]| core::array::from_fn(|i| a[i] - b[i]);
+            Self {
+                asked: sub(self.asked, earlier.asked),
+                emitted: sub(self.emitted, earlier.emitted),
+                io: sub(self.io, earlier.io),
+            }
+        }
+
+        /// Returns the barrier instructions executed by flavour, `dma_mb` and
+        /// `readl`/`writel` together.
+        pub fn instructions(&self) -> [u64; 3] {
+            core::array::from_fn(|i| self.emitted[i] + self.io[i])
+        }
+    }
+
+    /// Returns the counts so far.
+    pub fn snapshot() -> DmaMbCounts {
+        let asked: [u64; 3] = core::array::from_fn(|i| DMA_MB[i].load(Relaxed));
+        let emitted = if DMA_MB_ALL_FULL {
+            [asked.iter().sum(), 0, 0]
+        } else {
+            asked
+        };
+        DmaMbCounts {
+            asked,
+            emitted,
+            io: core::array::from_fn(|i| IO[i].load(Relaxed)),
+        }
+    }
+
+    /// Sets every counter to zero.
+    pub fn reset() {
+        for c in DMA_MB.iter().chain(IO.iter()) {
+            c.store(0, Relaxed);
+        }
+    }
 }
 
 /// An SMP memory barrier: orders accesses as other CPUs see them.
