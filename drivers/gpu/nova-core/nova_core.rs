@@ -15,5 +15,18 @@ pub mod gsp;
 pub mod ivshmem;
 pub mod mbarrier;
 
+/// The barriers this build of the queue runs with, named for the benchmark's reports:
+/// `acq-rel`, the design, in every build but the benchmark's variant builds; `all-full` or
+/// `seed` for the benchmark-only features of [`gsp::cmdq`] (its "Barrier variants").
+pub const BARRIER_VARIANT: &str = match (
+    cfg!(feature = "seed-barriers"),
+    kernel::sync::barrier::DMA_MB_ALL_FULL,
+) {
+    (false, false) => "acq-rel",
+    (false, true) => "all-full",
+    (true, false) => "seed",
+    (true, true) => "seed+all-full",
+};
+
 /// The prefix of this crate's log lines, as `module!` defines it for a kernel module.
 const __LOG_PREFIX: &[u8] = b"nova_core\0";

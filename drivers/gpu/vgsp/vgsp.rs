@@ -450,18 +450,22 @@ impl<'a> Vgsp<'a> {
     /// Copies a command element once into `rx_buf` and validates the copy; returns its
     /// header and the payload bytes it carries.
     fn copy_and_check(&mut self, elem_count: u32) -> Result<(GspMsgElement, usize)> {
-        let len = elem_count as usize * GSP_PAGE_SIZE;
         let mut buf = core::mem::take(&mut self.rx_buf);
-        let read = self.read_cmd_bytes(0, &mut buf[..len]);
-        let result = read.and_then(|()| {
-            let (header, chunk_len) = fw::validate_element(&buf, elem_count)?;
-            if let Some(expected) = self.rx_seq {
-                if header.seq_num != expected {
-                    return Err(EIO);
+        // The header first, then just the payload bytes it announces.
+        let result = self
+            .read_cmd_bytes(0, &mut buf[..ELEMENT_HEADER_SIZE])
+            .and_then(|()| Ok(fw::validate_header(&buf, elem_count)?))
+            .and_then(|(header, chunk_len)| {
+                let element = ELEMENT_HEADER_SIZE..ELEMENT_HEADER_SIZE + chunk_len;
+                self.read_cmd_bytes(ELEMENT_HEADER_SIZE, &mut buf[element])?;
+                fw::verify_checksum(&buf[..ELEMENT_HEADER_SIZE + chunk_len])?;
+                if let Some(expected) = self.rx_seq {
+                    if header.seq_num != expected {
+                        return Err(EIO);
+                    }
                 }
-            }
-            Ok((header, chunk_len))
-        });
+                Ok((header, chunk_len))
+            });
         if let Ok((header, _)) = &result {
             self.rx_seq = Some(header.seq_num.wrapping_add(1));
         }

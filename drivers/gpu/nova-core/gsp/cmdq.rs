@@ -23,6 +23,27 @@
 //! The doorbell is written with `writel` semantics ([`kernel::io::Io::write32`]), which
 //! orders it after the write-pointer store.
 //!
+//! # Barrier variants (benchmark only)
+//!
+//! Two Cargo features change the barriers above and nothing else, so that `tests/bench`
+//! can measure this design against the alternatives. Both are off by default, no normal
+//! build or test enables them, and neither is ever meant for use:
+//!
+//! - `all-full`: every `dma_mb` of the driver and the virtual GSP emits the `Full`
+//!   instruction (the shim's `dma-mb-all-full`); no line here changes.
+//! - `seed-barriers`: the seed's pre-fix placement, the known bug this design fixes:
+//!   [`DmaGspMem::advance_cpu_write_ptr`] stores the pointer with no barrier before it and
+//!   a `fence(SeqCst)` after it, and [`DmaGspMem::gsp_write_ptr`] has no barrier after its
+//!   load. The ordering proof's seed regression shows it wrong.
+//!
+//! # Waiting
+//!
+//! A wait for a message or for ring space looks at the queue back to back for
+//! `SPIN_BUDGET` (100 us; a busy GSP answers within it, so the wait adds no latency),
+//! then every `NAP` (50 us, `usleep_range` in a kernel): an idle driver does not burn its
+//! CPU, and sees a message at most one nap late. With a [`MsgqSignal`] (the GSP's
+//! interrupt), receives sleep on it instead.
+//!
 //! # Trust
 //!
 //! Everything the GSP writes is treated as hostile. Pointers outside the ring are
@@ -58,6 +79,13 @@
 //! pointer outside the ring is `EIO` (nothing written), a ring that stays full
 //! `ETIMEDOUT`, a payload above 4 MiB `EMSGSIZE`.
 
+#[cfg_attr(
+    feature = "seed-barriers",
+    expect(
+        unused_imports,
+        reason = "the seed variant has no `Read` or `Write` barrier"
+    )
+)]
 use kernel::{
     device::Device,
     dma::CoherentAllocation,
@@ -96,8 +124,36 @@ use crate::gsp::{
 
 /// How long a command waits for ring space by default.
 pub const SEND_TIMEOUT: Delta = Delta::from_secs(1);
-/// How often the queues are polled.
-const POLL_INTERVAL: Delta = Delta::from_micros(1);
+/// How long a wait looks at the queue back to back before it starts to sleep: a busy GSP
+/// answers within it, and then the wait adds no latency.
+const SPIN_BUDGET: Delta = Delta::from_micros(100);
+/// The pause between looks while spinning (`ndelay` in a kernel, with a reschedule).
+const SPIN_STEP: Delta = Delta::from_nanos(1);
+/// The sleep between looks after [`SPIN_BUDGET`] (`usleep_range(50, 100)` in a kernel):
+/// an idle wait wakes every 50 to 100 us instead of burning its CPU, and sees a message
+/// at most that late.
+const NAP: Delta = Delta::from_micros(50);
+
+/// Calls `op` until `cond` accepts its value or `timeout` passes: back to back for
+/// [`SPIN_BUDGET`], then every [`NAP`].
+///
+/// # Errors
+///
+/// As [`read_poll_timeout`].
+fn poll_queue<T>(
+    mut op: impl FnMut() -> Result<T>,
+    mut cond: impl FnMut(&T) -> bool,
+    timeout: Delta,
+) -> Result<T> {
+    let spin = Delta::from_nanos(SPIN_BUDGET.as_nanos().min(timeout.as_nanos()));
+    match read_poll_timeout(&mut op, &mut cond, SPIN_STEP, spin) {
+        Err(e) if e == ETIMEDOUT && timeout.as_nanos() > spin.as_nanos() => {
+            let left = Delta::from_nanos(timeout.as_nanos() - spin.as_nanos());
+            read_poll_timeout(op, cond, NAP, left)
+        }
+        result => result,
+    }
+}
 
 /// The CPU's view of [`GspMem`]: the coherent allocation and the pointer accessors.
 ///
@@ -169,6 +225,7 @@ impl DmaGspMem {
     /// - `EIO` if the GSP published a pointer outside the ring.
     fn gsp_write_ptr(&self) -> Result<u32> {
         let ptr = dma_read!(self.mem[0].gspq.tx.write_ptr)?;
+        #[cfg(not(feature = "seed-barriers"))]
         // ORDERING: LOAD->LOAD. Orders this load of the GSP's write pointer before our loads
         // of the `gspq` slots it publishes. The driver never stores to `gspq` slots, and its
         // one store that follows (the read pointer) is ordered by the `Full` in
@@ -184,6 +241,7 @@ impl DmaGspMem {
     /// Publishes `elem_count` slots written at the write pointer, with release semantics.
     fn advance_cpu_write_ptr(&mut self, elem_count: u32) -> Result {
         let wptr = (self.cpu_write_ptr + elem_count) % MSGQ_NUM_PAGES;
+        #[cfg(not(feature = "seed-barriers"))]
         // ORDERING: STORE->STORE. Orders our stores of the element (header and payload in
         // the `cpuq` slots) before the store of the write pointer that publishes them. The
         // only earlier load, of the GSP's read pointer, is already ordered by the `Full` in
@@ -191,6 +249,11 @@ impl DmaGspMem {
         // loads our write pointer.
         dma_mb(Write);
         dma_write!(self.mem[0].cpuq.tx.write_ptr = wptr)?;
+        // The seed's pre-fix placement, for the benchmark only and known to be wrong: a CPU
+        // fence *after* the pointer store orders nothing before it, so the GSP may see the
+        // pointer before the element (the shape `tests/model`'s seed regression fails).
+        #[cfg(feature = "seed-barriers")]
+        core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
         // INVARIANT: `wptr < MSGQ_NUM_PAGES` and is what was just stored.
         self.cpu_write_ptr = wptr;
         Ok(())
@@ -495,10 +558,9 @@ impl Cmdq {
         let mut header =
             GspMsgElement::new(self.seq, function, sequence, chunk.len(), rpc_payload_len);
         let elem_count = header.elem_count;
-        read_poll_timeout(
+        poll_queue(
             || self.gsp_mem.gsp_read_ptr(),
             |&rptr| self.gsp_mem.driver_write_area_size(rptr) >= elem_count,
-            POLL_INTERVAL,
             timeout,
         )?;
 
@@ -525,10 +587,9 @@ impl Cmdq {
     fn wait_published(&mut self, timeout: Delta) -> Result<u32> {
         let published = self.published;
         let wptr = match self.signal {
-            None => read_poll_timeout(
+            None => poll_queue(
                 || self.gsp_mem.gsp_write_ptr(),
                 |&wptr| wptr != self.gsp_mem.cpu_read_ptr || published > 0,
-                POLL_INTERVAL,
                 timeout,
             ),
             Some(signal) => self.wait_signalled(signal, timeout),
@@ -609,17 +670,23 @@ impl Cmdq {
         Ok(element)
     }
 
-    /// Copies an element of `elem_count` slots once into `rx_buf` and validates the copy.
+    /// Copies an element of `elem_count` slots once into `rx_buf` and validates the copy:
+    /// the header first, then just the payload bytes it announces (not the padding of
+    /// the last slot).
     fn copy_and_check(&mut self, elem_count: u32) -> Result<RxElement, fw::Malformed> {
-        let elem_bytes = elem_count as usize * GSP_PAGE_SIZE;
-        // PANIC: `rx_buf` holds `GSP_MSG_QUEUE_ELEMENT_SIZE_MAX` bytes and `elem_count <= 16`.
-        let buf = &mut self.rx_buf[..elem_bytes];
-        self.gsp_mem
-            .read_element_bytes(0, buf)
-            .map_err(|_| fw::Malformed("element outside the shared memory"))?;
+        let outside = |_| fw::Malformed("element outside the shared memory");
+        // PANIC: `rx_buf` holds `GSP_MSG_QUEUE_ELEMENT_SIZE_MAX` bytes, more than a header.
+        let (head, rest) = self.rx_buf.split_at_mut(ELEMENT_HEADER_SIZE);
+        self.gsp_mem.read_element_bytes(0, head).map_err(outside)?;
 
         // From here on only the copy is used.
-        let (header, chunk_len) = fw::validate_element(buf, elem_count)?;
+        let (header, chunk_len) = fw::validate_header(head, elem_count)?;
+        // PANIC: `validate_header` checked that the header and `chunk_len` bytes fit
+        // `elem_count <= 16` slots, the size of `rx_buf`.
+        self.gsp_mem
+            .read_element_bytes(ELEMENT_HEADER_SIZE, &mut rest[..chunk_len])
+            .map_err(outside)?;
+        fw::verify_checksum(&self.rx_buf[..ELEMENT_HEADER_SIZE + chunk_len])?;
         Ok(RxElement { header, chunk_len })
     }
 

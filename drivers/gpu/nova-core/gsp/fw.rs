@@ -404,10 +404,29 @@ pub fn validate_element(
     buf: &[u8],
     elem_count: u32,
 ) -> core::result::Result<(GspMsgElement, usize), Malformed> {
-    let bad = |reason| Err(Malformed(reason));
     let Some(buf) = buf.get(..elem_count as usize * GSP_PAGE_SIZE) else {
-        return bad("element shorter than its slots");
+        return Err(Malformed("element shorter than its slots"));
     };
+    let (header, chunk_len) = validate_header(buf, elem_count)?;
+    verify_checksum(&buf[..ELEMENT_HEADER_SIZE + chunk_len])?;
+    Ok((header, chunk_len))
+}
+
+/// Checks the header at the start of `buf`, a copy of an element of `elem_count` slots,
+/// as [`validate_element`] does except for the checksum; returns the header and the
+/// payload bytes the element carries. `ELEMENT_HEADER_SIZE` plus that many bytes fit
+/// the `elem_count` slots, so a receiver can copy just those and then call
+/// [`verify_checksum`] on them.
+///
+/// # Errors
+///
+/// - [`Malformed`] (`EIO`), naming the check, if any check fails or `buf` is shorter
+///   than a header.
+pub fn validate_header(
+    buf: &[u8],
+    elem_count: u32,
+) -> core::result::Result<(GspMsgElement, usize), Malformed> {
+    let bad = |reason| Err(Malformed(reason));
     let Ok((header, _)) = GspMsgElement::read_from_prefix(buf) else {
         return bad("element shorter than its header");
     };
@@ -438,10 +457,19 @@ pub fn validate_element(
     if elem_count_for(chunk_len) != elem_count {
         return bad("RPC length inconsistent with the element count");
     }
-    if checksum(&buf[..ELEMENT_HEADER_SIZE + chunk_len]) != 0 {
-        return bad("bad checksum");
-    }
     Ok((header, chunk_len))
+}
+
+/// Checks the checksum of `element`: a header and the payload it announces.
+///
+/// # Errors
+///
+/// - [`Malformed`] (`EIO`) if the checksum does not fold to 0.
+pub fn verify_checksum(element: &[u8]) -> core::result::Result<(), Malformed> {
+    match checksum(element) {
+        0 => Ok(()),
+        _ => Err(Malformed("bad checksum")),
+    }
 }
 
 /// Why an element was refused: always `EIO`, with a short reason for logs and tools.
