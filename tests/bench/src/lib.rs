@@ -9,6 +9,10 @@
 //! `target/vgsp-bench.json`; `--quick` is a short run. The stages are measurement only:
 //! nothing here changes the driver.
 //!
+//! `cargo run --release -p vgsp-bench -- --variants` does the same and also measures the
+//! driver's other barrier variants in the same run, printing acq-rel / all-Full (and
+//! acq-rel / seed) for every queue figure: see [Barrier variants](#barrier-variants).
+//!
 //! # Repetitions and medians
 //!
 //! The two vCPUs of the machines this runs on sometimes share a physical core (or a
@@ -116,9 +120,38 @@
 //! 4 KiB command throughput over rtrb's (goal at least 1); then, for information, the
 //! other round trips over the ping-pong and the other throughputs over their limits.
 //! Goals are printed, never asserted. The ratio of the acquire/release driver over the
-//! all-`Full` one needs driver features that do not exist yet; the
-//! report lists it as pending ([`PENDING`]), and [`VARIANT`] is where a build of another
-//! variant names itself.
+//! all-`Full` one is measured by `--variants` only; without it the report lists it as
+//! pending ([`PENDING`]).
+//!
+//! # Barrier variants
+//!
+//! nova-core has two benchmark-only features that change its barriers and nothing else
+//! ("Barrier variants" in [`nova_core::gsp::cmdq`]): `all-full`, every `dma_mb` of the
+//! driver and the virtual GSP emitting the `Full` instruction, and `seed-barriers`, the
+//! seed's pre-fix placement (no barrier before the write-pointer store, `fence(SeqCst)`
+//! after it, none after loading the GSP's write pointer: the known bug). This crate
+//! forwards them as its own features `all-full` and `seed-barriers`; [`VARIANT`] is the
+//! variant a build measures (from [`nova_core::BARRIER_VARIANT`]) and is in every queue
+//! figure of the table and the JSON file. The features are never enabled in the
+//! workspace's builds (cargo would unify them into every crate of the build): each
+//! variant is built apart, in a target directory of its own.
+//!
+//! - `--variants` ([`variants`]): first has cargo build this binary with each of the two
+//!   features into `target/bench-variants` (release), then runs the usual repetitions;
+//!   each repetition of each queue figure is followed at once by the same repetition in
+//!   each variant's binary (`--measure-one KEY`, a process a figure). The table then gives
+//!   each queue figure for acq-rel, all-full and seed with the per-repetition ratios
+//!   acq-rel / all-full (goal: never slower, at most 1 for a round trip, at least 1 for a
+//!   throughput) and acq-rel / seed, and the JSON file `variants` and `variant_ratios`
+//!   (`acq_rel_over_all_full`, `acq_rel_over_seed`). About twice the time of a run
+//!   without it, plus the two builds.
+//! - `vgsp-barriers` (`src/bin/vgsp-barriers.rs`, feature `barrier-stats`: the shim's
+//!   barrier counters) counts the barriers one 8-byte `Echo` executes, per side, the
+//!   driver and the GSP in turns on one thread. `tests/bench/barriers.sh` builds it for
+//!   the three variants and compares them; `tests/bench/barriers.sh --aarch64` does so
+//!   cross-built for aarch64 under `qemu-aarch64` (instruction counts, not time), checks
+//!   the `dmb` instructions of each binary with `llvm-objdump-22`, and counts the `dmb`s
+//!   each really executes from a `qemu-aarch64 -singlestep -d exec` trace.
 //!
 //! # Profiling
 //!
@@ -135,6 +168,7 @@ pub mod queue;
 pub mod report;
 pub mod stats;
 mod util;
+pub mod variants;
 
 use std::time::Duration;
 
@@ -143,13 +177,14 @@ use kernel::prelude::*;
 pub use report::Report;
 
 /// The barrier variant of the driver this harness is built against, recorded with every
-/// queue figure.
-///
-/// The hook for the barrier variants: when nova-core grows features that change only its
-/// barrier accessors (the seed's `fence(SeqCst)` after the pointer store, every barrier
-/// `Full`), this crate forwards them as features of its own and names the variant here,
-/// and the report of each build says which one it measured.
-pub const VARIANT: &str = "acq-rel";
+/// queue figure: `acq-rel` (the design), or, in a build with one of this crate's features
+/// `all-full` and `seed-barriers` (forwarded to nova-core's), `all-full` or `seed`. Taken
+/// from the driver itself ([`nova_core::BARRIER_VARIANT`]), so it cannot lie whichever way
+/// the features were enabled.
+pub const VARIANT: &str = nova_core::BARRIER_VARIANT;
+
+/// The name of the design's variant, against which the others are compared.
+pub const DESIGN_VARIANT: &str = "acq-rel";
 
 /// How long a run is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -675,12 +710,12 @@ pub const RATIOS: &[RatioSpec] = &[
     },
 ];
 
-/// Ratios the goals ask for that this harness cannot measure yet: key, label, and why.
+/// Ratios the goals ask for that a run without `--variants` does not measure: key, label,
+/// and why. A run with `--variants` measures them ([`report::VariantRatio`]).
 pub const PENDING: &[(&str, &str, &str)] = &[(
     "acq_rel_over_all_full",
-    "acq-rel / all-Full (per command)",
-    "needs nova-core features that change only the barrier accessors; \
-     the `variant` of every queue figure is the hook",
+    "acq-rel / all-Full (per queue figure)",
+    "measured by `vgsp-bench --variants`, which builds and runs the all-Full driver",
 )];
 
 /// Returns the figure whose key is `key`.
@@ -765,10 +800,30 @@ impl Bench {
 ///
 /// Any error of [`Bench::new`] or [`Bench::measure`].
 pub fn run(cfg: Config, progress: &mut dyn FnMut(&str)) -> Result<Report> {
+    run_with_variants(cfg, &[], progress)
+}
+
+/// Runs every figure `cfg.reps` times, interleaved, as [`run`]; each repetition of a queue
+/// figure is followed at once by the same repetition in each of `variants`' binaries.
+///
+/// # Errors
+///
+/// Any error of [`Bench::new`] or [`Bench::measure`]; `EIO` if a variant's binary fails
+/// (`progress` says why).
+pub fn run_with_variants(
+    cfg: Config,
+    variants: &[variants::Variant],
+    progress: &mut dyn FnMut(&str),
+) -> Result<Report> {
     let machine = machine::Machine::probe();
     let bench = Bench::new(cfg)?;
     let figures = bench.cfg.figures();
     let mut samples: Vec<Vec<Sample>> = figures.iter().map(|_| Vec::new()).collect();
+    // Per variant, per figure (as `figures`), the variant's samples.
+    let mut variant_samples: Vec<Vec<Vec<Sample>>> = variants
+        .iter()
+        .map(|_| figures.iter().map(|_| Vec::new()).collect())
+        .collect();
     let order: Vec<usize> = MEASURE_ORDER
         .iter()
         .filter_map(|key| figures.iter().position(|f| f.key == *key))
@@ -777,8 +832,31 @@ pub fn run(cfg: Config, progress: &mut dyn FnMut(&str)) -> Result<Report> {
         progress(&format!("repetition {}/{}", rep + 1, bench.cfg.reps));
         for &i in &order {
             samples[i].push(bench.measure(figures[i])?);
+            if figures[i].variant().is_none() {
+                continue;
+            }
+            for (v, variant) in variants.iter().enumerate() {
+                let sample = variant.measure(&bench.cfg, figures[i]).map_err(|why| {
+                    progress(&why);
+                    EIO
+                })?;
+                variant_samples[v][i].push(sample);
+            }
         }
     }
+    let measured_variants = variants
+        .iter()
+        .zip(variant_samples)
+        .map(|(v, per_figure)| {
+            let measured = figures
+                .iter()
+                .zip(per_figure)
+                .filter(|(f, _)| f.variant().is_some())
+                .map(|(f, s)| (*f, s))
+                .collect();
+            (v.name, measured)
+        })
+        .collect();
     let measured = figures.into_iter().zip(samples).collect();
-    Ok(Report::new(machine, bench.cfg, measured))
+    Ok(Report::new(machine, bench.cfg, measured).with_variants(measured_variants))
 }

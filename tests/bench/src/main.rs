@@ -10,6 +10,14 @@
 //! - `--reps N`: N repetitions instead of the mode's.
 //! - `--only KEY,...`: only these figures (keys as in the JSON file), for profiling one.
 //! - `--json PATH`: where to write the JSON file.
+//! - `--variants`: also measures the driver's other barrier variants (every barrier
+//!   `Full`, and the seed's pre-fix barriers) and prints this build's queue figures over
+//!   theirs, acq-rel / all-Full among them: builds this binary with each variant's feature
+//!   into `target/bench-variants` first (cargo, release), then runs each variant's binary
+//!   for each repetition of each queue figure, right after this build's
+//!   ([`vgsp_bench::variants`]). Only from a build of the design (no variant feature).
+//! - `--measure-one KEY`: one repetition of one figure, printed as one line for
+//!   `--variants` (no table, no JSON file).
 //!
 //! Exit status 0 whatever the figures (goals are printed, not enforced); 1 if a
 //! measurement failed; 2 for a bad argument.
@@ -20,23 +28,39 @@ use std::{
 };
 
 use vgsp_bench::{
+    variants,
     Config,
-    Mode, //
+    FigureSpec,
+    Mode,
+    DESIGN_VARIANT,
+    VARIANT, //
 };
 
 /// Where the JSON file goes unless `--json` says otherwise: the workspace's `target/`.
 const DEFAULT_JSON: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/vgsp-bench.json");
 
 fn usage() -> String {
-    "usage: vgsp-bench [--quick | --smoke] [--reps N] [--only KEY,...] [--json PATH]".into()
+    "usage: vgsp-bench [--quick | --smoke] [--reps N] [--only KEY,...] [--json PATH] \
+     [--variants | --measure-one KEY]"
+        .into()
 }
 
-/// Returns the configuration and the JSON path that `args` ask for.
-fn parse(args: &[String]) -> Result<(Config, PathBuf), String> {
+/// What a run is asked to do besides its configuration.
+struct Args {
+    cfg: Config,
+    json: PathBuf,
+    variants: bool,
+    measure_one: Option<&'static FigureSpec>,
+}
+
+/// Returns what `args` ask for.
+fn parse(args: &[String]) -> Result<Args, String> {
     let mut mode = Mode::Full;
     let mut reps = None;
     let mut json = PathBuf::from(DEFAULT_JSON);
     let mut cfg_only = None;
+    let mut variants = false;
+    let mut measure_one = None;
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -52,6 +76,13 @@ fn parse(args: &[String]) -> Result<(Config, PathBuf), String> {
                 );
             }
             "--json" => json = PathBuf::from(args.next().ok_or_else(usage)?),
+            "--variants" => variants = true,
+            "--measure-one" => {
+                let key = args.next().ok_or_else(usage)?;
+                measure_one = Some(
+                    vgsp_bench::figure(key).ok_or(format!("--measure-one: no figure '{key}'"))?,
+                );
+            }
             "--only" => {
                 let keys = args.next().ok_or_else(usage)?;
                 let mut only = Vec::new();
@@ -67,24 +98,79 @@ fn parse(args: &[String]) -> Result<(Config, PathBuf), String> {
             other => return Err(format!("unknown argument '{other}'\n{}", usage())),
         }
     }
+    if variants && VARIANT != DESIGN_VARIANT {
+        return Err(format!(
+            "--variants: this is a build of the {VARIANT} variant; run it from a build \
+             without variant features"
+        ));
+    }
+    if variants && measure_one.is_some() {
+        return Err(format!(
+            "--variants and --measure-one exclude each other\n{}",
+            usage()
+        ));
+    }
     let mut cfg = Config::new(mode);
     if let Some(reps) = reps {
         cfg.reps = reps;
     }
     cfg.only = cfg_only;
-    Ok((cfg, json))
+    Ok(Args {
+        cfg,
+        json,
+        variants,
+        measure_one,
+    })
+}
+
+/// `--measure-one`: measures one repetition of `spec` and prints it as one line.
+fn measure_one(cfg: Config, spec: &FigureSpec) -> ExitCode {
+    let sample = vgsp_bench::Bench::new(cfg).and_then(|bench| bench.measure(spec));
+    match sample {
+        Ok(sample) => {
+            println!("{}", variants::sample_line(VARIANT, spec, &sample));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("vgsp-bench: measuring {} failed: {e:?}", spec.key);
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (cfg, json) = match parse(&args) {
+    let Args {
+        cfg,
+        json,
+        variants,
+        measure_one: one,
+    } = match parse(&args) {
         Ok(parsed) => parsed,
         Err(msg) => {
             eprintln!("{msg}");
             return ExitCode::from(2);
         }
     };
-    let report = match vgsp_bench::run(cfg, &mut |line| eprintln!("vgsp-bench: {line}")) {
+    if let Some(spec) = one {
+        return measure_one(cfg, spec);
+    }
+    let mut progress = |line: &str| eprintln!("vgsp-bench: {line}");
+    let variants = if variants {
+        if cfg!(debug_assertions) {
+            progress("--variants: this is a debug build; use `cargo run --release`");
+        }
+        match variants::build(&mut progress) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("vgsp-bench: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let report = match vgsp_bench::run_with_variants(cfg, &variants, &mut progress) {
         Ok(report) => report,
         Err(e) => {
             eprintln!("vgsp-bench: a measurement failed: {e:?}");

@@ -16,12 +16,17 @@ use crate::{
     RatioSpec,
     Sample,
     Unit,
+    DESIGN_VARIANT,
     PENDING,
-    RATIOS, //
+    RATIOS,
+    VARIANT, //
 };
 
 /// The version of the JSON file's layout.
 pub const JSON_SCHEMA: u32 = 1;
+
+/// Figures as measured: each with one sample a repetition.
+pub type Measured = Vec<(&'static FigureSpec, Vec<Sample>)>;
 
 /// Every repetition of one figure.
 #[derive(Debug)]
@@ -104,6 +109,48 @@ impl RatioResult {
     }
 }
 
+/// The queue figures of one other barrier variant of the driver (`--variants`).
+#[derive(Debug)]
+pub struct VariantResult {
+    /// The variant's name (`all-full`, `seed`).
+    pub name: &'static str,
+    /// Its queue figures, one sample a repetition, each measured right after the same
+    /// repetition of this build's figure.
+    pub figures: Vec<FigureResult>,
+}
+
+/// This build's figure over a variant's, from the same run: `acq-rel / all-full` and
+/// `acq-rel / seed`. For a round trip below 1 means this build is faster, for a
+/// throughput above 1.
+#[derive(Debug)]
+pub struct VariantRatio {
+    /// The variant in the denominator.
+    pub variant: &'static str,
+    /// The figure.
+    pub spec: &'static FigureSpec,
+    /// The ratio within each repetition.
+    pub per_rep: Vec<f64>,
+    /// The median of `per_rep`.
+    pub value: f64,
+    /// The ratio of the two figures' medians.
+    pub of_medians: f64,
+    /// The goal: against `all-full`, never slower (at most 1 for a round trip, at least 1
+    /// for a throughput); none against the seed.
+    pub goal: Option<Goal>,
+}
+
+impl VariantRatio {
+    /// Returns the key of the ratio in the JSON file: `acq_rel_over_all_full`, ...
+    pub fn key(&self) -> String {
+        format!("{VARIANT}_over_{}", self.variant).replace('-', "_")
+    }
+
+    /// Returns whether the goal is met, if there is one.
+    pub fn met(&self) -> Option<bool> {
+        self.goal.map(|g| g.met(self.value))
+    }
+}
+
 /// What a run found.
 #[derive(Debug)]
 pub struct Report {
@@ -117,16 +164,16 @@ pub struct Report {
     pub figures: Vec<FigureResult>,
     /// Every ratio whose figures were measured, in the order of [`RATIOS`].
     pub ratios: Vec<RatioResult>,
+    /// The other barrier variants measured beside this build (`--variants`), if any.
+    pub variants: Vec<VariantResult>,
+    /// This build's queue figures over each variant's, variant by variant.
+    pub variant_ratios: Vec<VariantRatio>,
 }
 
 impl Report {
     /// Makes the report of `measured`: each figure measured, with one sample a
     /// repetition.
-    pub fn new(
-        machine: Machine,
-        cfg: Config,
-        measured: Vec<(&'static FigureSpec, Vec<Sample>)>,
-    ) -> Self {
+    pub fn new(machine: Machine, cfg: Config, measured: Measured) -> Self {
         let figures: Vec<FigureResult> = measured
             .into_iter()
             .map(|(spec, samples)| FigureResult { spec, samples })
@@ -152,7 +199,64 @@ impl Report {
             cfg,
             figures,
             ratios,
+            variants: Vec::new(),
+            variant_ratios: Vec::new(),
         }
+    }
+
+    /// Adds the queue figures of other barrier variants, `(name, figures)`, each figure
+    /// with one sample a repetition, and their ratios to this build's.
+    pub fn with_variants(mut self, measured: Vec<(&'static str, Measured)>) -> Self {
+        for (name, figures) in measured {
+            let figures: Vec<FigureResult> = figures
+                .into_iter()
+                .map(|(spec, samples)| FigureResult { spec, samples })
+                .collect();
+            for theirs in &figures {
+                let Some(ours) = self.figure(theirs.spec.key) else {
+                    continue;
+                };
+                let per_rep: Vec<f64> = ours
+                    .values()
+                    .zip(theirs.values())
+                    .map(|(a, b)| a / b)
+                    .collect();
+                // Never slower than every barrier `Full`: the goal only against all-Full,
+                // and only for the design.
+                let goal = (name == "all-full" && VARIANT == DESIGN_VARIANT).then_some(
+                    match theirs.spec.unit {
+                        Unit::Ns => Goal::AtMost(1.0),
+                        Unit::GBps | Unit::MBps => Goal::AtLeast(1.0),
+                    },
+                );
+                self.variant_ratios.push(VariantRatio {
+                    variant: name,
+                    spec: theirs.spec,
+                    value: stats::median(per_rep.iter().copied()),
+                    of_medians: ours.median() / theirs.median(),
+                    per_rep,
+                    goal,
+                });
+            }
+            self.variants.push(VariantResult { name, figures });
+        }
+        self
+    }
+
+    /// Returns the pending ratios: [`PENDING`], unless the all-Full variant was measured.
+    pub fn pending(&self) -> &'static [(&'static str, &'static str, &'static str)] {
+        if self.variants.iter().any(|v| v.name == "all-full") {
+            &[]
+        } else {
+            PENDING
+        }
+    }
+
+    /// Returns the ratios to `variant`, in the order of the figures.
+    pub fn ratios_to<'a>(&'a self, variant: &'a str) -> impl Iterator<Item = &'a VariantRatio> {
+        self.variant_ratios
+            .iter()
+            .filter(move |r| r.variant == variant)
     }
 
     /// Returns the figure whose key is `key`.
@@ -232,18 +336,87 @@ impl Report {
                 verdict
             );
         }
-        for (_, label, why) in PENDING {
+        for (_, label, why) in self.pending() {
             let _ = writeln!(out, "{label:<52} {:>8}  pending: {why}", "n/a");
         }
-        let goals: Vec<bool> = self.ratios.iter().filter_map(RatioResult::met).collect();
+        self.variant_table(&mut out);
+        let mut goals: Vec<bool> = self.ratios.iter().filter_map(RatioResult::met).collect();
+        let against_full: Vec<bool> = self
+            .ratios_to("all-full")
+            .filter_map(VariantRatio::met)
+            .collect();
+        if !against_full.is_empty() {
+            goals.push(against_full.iter().all(|&m| m));
+        }
         let _ = writeln!(
             out,
             "\ngoals met: {} of {} measured ({} pending)",
             goals.iter().filter(|&&m| m).count(),
             goals.len(),
-            PENDING.len()
+            self.pending().len()
         );
         out
+    }
+
+    /// Appends the table of the barrier variants, if any were measured.
+    fn variant_table(&self, out: &mut String) {
+        if self.variants.is_empty() {
+            return;
+        }
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "barrier variants of the driver (each repetition of a figure: this build's, then \
+             each variant's binary, back to back)"
+        );
+        let mut head = format!("{:<46} {:>11}", "figure", VARIANT);
+        for v in &self.variants {
+            let _ = write!(head, " {:>11}", v.name);
+        }
+        for v in &self.variants {
+            let _ = write!(head, " {:>17}", format!("{VARIANT}/{}", v.name));
+        }
+        let _ = writeln!(out, "{head}  goal");
+        for ours in self.figures.iter().filter(|f| f.spec.variant().is_some()) {
+            let unit = ours.spec.unit.symbol();
+            let mut line = format!(
+                "{:<46} {:>11}",
+                ours.spec.label,
+                format!("{} {unit}", num(ours.median()))
+            );
+            for v in &self.variants {
+                let theirs = v.figures.iter().find(|f| f.spec.key == ours.spec.key);
+                let cell = theirs.map_or("-".into(), |f| format!("{} {unit}", num(f.median())));
+                let _ = write!(line, " {cell:>11}");
+            }
+            let mut verdict = String::new();
+            for v in &self.variants {
+                let r = self.ratios_to(v.name).find(|r| r.spec.key == ours.spec.key);
+                let _ = write!(line, " {:>17}", r.map_or("-".into(), |r| ratio(r.value)));
+                if let Some((g, met)) = r.and_then(|r| r.goal.zip(r.met())) {
+                    verdict = format!(
+                        "{} vs {}: {}",
+                        goal_text(g),
+                        v.name,
+                        if met { "met" } else { "NOT met" }
+                    );
+                }
+            }
+            let _ = writeln!(out, "{line}  {verdict}");
+        }
+        let met: Vec<bool> = self
+            .ratios_to("all-full")
+            .filter_map(VariantRatio::met)
+            .collect();
+        if !met.is_empty() {
+            let _ = writeln!(
+                out,
+                "{VARIANT} not slower than all-Full (median of the per-repetition ratios): {} of \
+                 {} queue figures",
+                met.iter().filter(|&&m| m).count(),
+                met.len()
+            );
+        }
     }
 
     /// Returns the report as JSON (layout [`JSON_SCHEMA`]).
@@ -254,6 +427,7 @@ impl Report {
         out.push_str("{\n");
         let _ = writeln!(out, "  \"tool\": \"vgsp-bench\",");
         let _ = writeln!(out, "  \"schema\": {JSON_SCHEMA},");
+        let _ = writeln!(out, "  \"variant\": {},", string(VARIANT));
         let _ = writeln!(out, "  \"date\": {},", string(&m.date));
         let _ = writeln!(
             out,
@@ -343,15 +517,74 @@ impl Report {
         }
         out.push_str("  },\n");
 
+        out.push_str("  \"variants\": {\n");
+        for (i, v) in self.variants.iter().enumerate() {
+            let figures: Vec<String> = v
+                .figures
+                .iter()
+                .map(|f| {
+                    let mut fields = vec![
+                        ("median", number(f.median())),
+                        ("samples", numbers(f.values())),
+                    ];
+                    if let Some(p99) = f.p99() {
+                        fields.push(("p99", number(p99)));
+                    }
+                    format!("{}: {}", string(f.spec.key), object(&fields))
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "    {}: {{\"figures\": {{{}}}}}{}",
+                string(v.name),
+                figures.join(", "),
+                comma(i, self.variants.len())
+            );
+        }
+        out.push_str("  },\n");
+
+        out.push_str("  \"variant_ratios\": {\n");
+        for (i, v) in self.variants.iter().enumerate() {
+            let ratios: Vec<&VariantRatio> = self.ratios_to(v.name).collect();
+            let key = ratios
+                .first()
+                .map_or_else(|| format!("{VARIANT}_over_{}", v.name), |r| r.key());
+            let items: Vec<String> = ratios
+                .iter()
+                .map(|r| {
+                    let fields = [
+                        ("value", number(r.value)),
+                        ("of_medians", number(r.of_medians)),
+                        ("per_repetition", numbers(r.per_rep.iter().copied())),
+                        (
+                            "goal",
+                            r.goal.map_or("null".into(), |g| string(&goal_text(g))),
+                        ),
+                        ("met", r.met().map_or("null".into(), |m| m.to_string())),
+                    ];
+                    format!("{}: {}", string(r.spec.key), object(&fields))
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "    {}: {{{}}}{}",
+                string(&key),
+                items.join(", "),
+                comma(i, self.variants.len())
+            );
+        }
+        out.push_str("  },\n");
+
         out.push_str("  \"pending\": {\n");
-        for (i, (key, label, why)) in PENDING.iter().enumerate() {
+        let pending = self.pending();
+        for (i, (key, label, why)) in pending.iter().enumerate() {
             let fields = [("label", string(label)), ("why", string(why))];
             let _ = writeln!(
                 out,
                 "    {}: {}{}",
                 string(key),
                 object(&fields),
-                comma(i, PENDING.len())
+                comma(i, pending.len())
             );
         }
         out.push_str("  }\n}\n");

@@ -11,8 +11,13 @@ use std::{
 
 use serde_json::Value;
 use vgsp_bench::{
+    figure,
+    machine::Machine,
+    variants,
     Config,
     Mode,
+    Report,
+    Sample,
     FIGURES,
     PENDING,
     RATIOS, //
@@ -136,4 +141,73 @@ fn cli_rejects_an_unknown_figure() {
         .output()
         .expect("run vgsp-bench");
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn cli_measures_one_figure_for_the_variants() {
+    let out = binary(env!("CARGO_BIN_EXE_vgsp-bench"))
+        .args(["--smoke", "--measure-one", "echo8_rt_busy_ns"])
+        .output()
+        .expect("run vgsp-bench");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spec = figure("echo8_rt_busy_ns").unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (variant, sample) = stdout
+        .lines()
+        .find_map(|l| variants::parse_sample(l, spec))
+        .unwrap_or_else(|| panic!("no sample line: {stdout}"));
+    assert_eq!(variant, vgsp_bench::VARIANT);
+    assert!(sample.value > 0.0 && sample.p99.is_some_and(|p| p > 0.0));
+}
+
+/// A report of two queue figures, this build's and an all-Full build's, both made up.
+fn report_with_all_full() -> Report {
+    let (rt, cmd) = (
+        figure("echo8_rt_busy_ns").unwrap(),
+        figure("cmd_4k_mbps").unwrap(),
+    );
+    let ns = |v: f64| Sample {
+        value: v,
+        p99: Some(2.0 * v),
+    };
+    let ours = vec![
+        (rt, vec![ns(100.0), ns(300.0)]),
+        (cmd, vec![Sample::rate(900.0), Sample::rate(1000.0)]),
+    ];
+    let theirs = vec![
+        (rt, vec![ns(200.0), ns(400.0)]),
+        (cmd, vec![Sample::rate(1000.0), Sample::rate(800.0)]),
+    ];
+    Report::new(Machine::probe(), Config::new(Mode::Smoke), ours)
+        .with_variants(vec![("all-full", theirs)])
+}
+
+#[test]
+fn variant_ratios_are_this_build_over_the_variant_per_repetition() {
+    let json: Value = serde_json::from_str(&report_with_all_full().json()).unwrap();
+    let ratios = &json["variant_ratios"]["acq_rel_over_all_full"];
+    // Round trip: median of 100/200 and 300/400; lower is better.
+    assert_eq!(ratios["echo8_rt_busy_ns"]["value"], 0.625);
+    assert_eq!(ratios["echo8_rt_busy_ns"]["goal"], "<= 1");
+    assert_eq!(ratios["echo8_rt_busy_ns"]["met"], true);
+    // Throughput: median of 900/1000 and 1000/800; higher is better.
+    assert_eq!(ratios["cmd_4k_mbps"]["value"], 1.075);
+    assert_eq!(ratios["cmd_4k_mbps"]["goal"], ">= 1");
+    assert_eq!(
+        json["variants"]["all-full"]["figures"]["cmd_4k_mbps"]["median"],
+        900.0
+    );
+}
+
+#[test]
+fn a_run_with_the_all_full_variant_has_nothing_pending() {
+    let report = report_with_all_full();
+    assert!(report.pending().is_empty());
+    let json: Value = serde_json::from_str(&report.json()).unwrap();
+    assert_eq!(json["pending"], serde_json::json!({}));
+    assert!(report.table().contains("acq-rel/all-full"));
 }
