@@ -73,10 +73,11 @@
 //!   memory (the KUnit fixture's `TestBar`): the difference to the figure above is the
 //!   simulated doorbell's cost.
 //! - `echo8_rt_spin_wait_ns`: the first figure with the driver looking at the queue back
-//!   to back while it waits for the reply, instead of every `POLL_INTERVAL` (1 µs): the
-//!   queue is given a [`cmdq::MsgqSignal`](nova_core::gsp::cmdq::MsgqSignal) that never
-//!   sleeps ([`queue::SPIN`]). The difference to the first figure is what the poll
-//!   interval costs.
+//!   to back with nothing between the looks (the driver's own wait spins for 100 µs
+//!   with a clock read between looks, then naps): the queue is given a
+//!   [`cmdq::MsgqSignal`](nova_core::gsp::cmdq::MsgqSignal) that never sleeps
+//!   ([`queue::SPIN`]). The difference to the first figure is what the driver's polling
+//!   costs.
 //! - `echo8_rt_floor_ns`: both of the above: no doorbell cost, no poll interval. What is
 //!   left is the queue's instructions and its cache-line transfers.
 //! - `echo8_rt_asleep_ns`: the same as the first, but the GSP thread serves the way the
@@ -94,9 +95,9 @@
 //!   (at most 65 456 bytes): it is a head and one continuation record, 17 slots; the
 //!   256 KiB command is five elements. The table names the elements and slots.
 //! - `cmd_1slot_mbps`: the same with 4016-byte payloads, the most one slot holds beside
-//!   the 80-byte header: a 4 KiB payload takes two slots, and both sides copy whole
-//!   slots out of the ring, so this against `cmd_4k_mbps` shows what the second slot
-//!   costs.
+//!   the 80-byte header: a 4 KiB payload takes two slots (both sides copy only the
+//!   header and the payload it announces), so this against `cmd_4k_mbps` shows what the
+//!   second slot costs.
 //!
 //! The peer ([`peer`]):
 //!
