@@ -423,9 +423,11 @@ impl<'a> Vgsp<'a> {
             // A new command arrived while continuations were due: the split one is lost.
             self.stats.malformed += 1;
         }
-        // `validate_element` checked that `rpc.length` covers the RPC header.
+        // `validate_header` checked that `rpc.length` covers the RPC header.
         let total = header.rpc_payload_len().unwrap_or(0);
-        let mut payload = KVec::with_capacity(chunk_len, GFP_KERNEL)?;
+        // Room for the whole RPC at once (`validate_header` bounds it by 4 MiB), so its
+        // continuation records do not move what came before.
+        let mut payload = KVec::with_capacity(total.max(chunk_len), GFP_KERNEL)?;
         payload.extend_from_slice(&self.rx_buf[chunk_range], GFP_KERNEL)?;
         if total > chunk_len {
             self.assembly = Some(Assembly {
