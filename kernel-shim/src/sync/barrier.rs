@@ -147,7 +147,7 @@ compile_error!("kernel::sync::barrier: no barrier instructions for this architec
 #[inline(always)]
 pub fn dma_mb<T: MemoryBarrier>(_: T) {
     #[cfg(feature = "dma-mb-stats")]
-    stats::count_dma_mb(T::INDEX);
+    stats::count_driver(T::INDEX);
     if DMA_MB_ALL_FULL {
         Full::dma()
     } else {
@@ -205,7 +205,7 @@ pub mod stats {
 
     /// Counts one [`super::dma_mb`] of the flavour with index `flavour`.
     #[inline(always)]
-    pub(super) fn count_dma_mb(flavour: usize) {
+    pub(super) fn count_driver(flavour: usize) {
         DMA_MB[flavour].fetch_add(1, Relaxed);
     }
 
