@@ -246,6 +246,24 @@ fn recv_with_fds(socket: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, V
     Ok((n as usize, fds))
 }
 
+/// Waits up to `timeout` for `fd` to be ready for `events`; a signal ends the wait early,
+/// as if it were ready (the caller tries again).
+///
+/// # Errors
+///
+/// - The error of `poll`.
+pub(crate) fn wait_ready(fd: BorrowedFd<'_>, events: i16, timeout: Duration) -> io::Result<()> {
+    let mut fds = [libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events,
+        revents: 0,
+    }];
+    match poll(&mut fds, Some(timeout)) {
+        Err(err) if err.kind() != io::ErrorKind::Interrupted => Err(err),
+        _ => Ok(()),
+    }
+}
+
 /// Polls `fds` for `events`; returns how many have events.
 ///
 /// `timeout` `None` waits forever; it is rounded up to whole milliseconds.
@@ -656,16 +674,7 @@ fn next_message(
                 ),
             ));
         }
-        let mut fds = [libc::pollfd {
-            fd: socket.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        }];
-        match poll(&mut fds, Some(remaining)) {
-            Ok(_) => {}
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            Err(err) => return Err(err),
-        }
+        wait_ready(socket.as_fd(), libc::POLLIN, remaining)?;
     }
 }
 

@@ -83,6 +83,7 @@ use crate::client::{
     context,
     os_error,
     poll,
+    wait_ready,
     PROTOCOL_VERSION,
     SHM_MESSAGE, //
 };
@@ -435,16 +436,7 @@ pub fn send_message(
                         "the peer's socket stays full: it does not read its messages",
                     ));
                 }
-                let mut fds = [libc::pollfd {
-                    fd: socket.as_raw_fd(),
-                    events: libc::POLLOUT,
-                    revents: 0,
-                }];
-                match poll(&mut fds, Some(remaining)) {
-                    Ok(_) => {}
-                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                    Err(err) => return Err(err),
-                }
+                wait_ready(socket.as_fd(), libc::POLLOUT, remaining)?;
             }
             _ => return Err(context(err, "sendmsg")),
         }
