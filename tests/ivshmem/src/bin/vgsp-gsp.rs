@@ -122,9 +122,10 @@ impl<'a> GspProcess<'a> {
             .with_generation(generation)
             .with_peer(peer.id())
             .with_magic(GspAttach::MAGIC);
-        // ORDERING: STORE->LOAD. Release: from here on we leave the queues alone until the
-        // driver acknowledges this generation. Pairs with the driver's acquire load in
-        // `IvshmemGsp::gsp_attach`.
+        // ORDERING: LOAD->STORE. Release: orders the load of the previous GSP's word above
+        // before this store that replaces it. Pairs with the driver's acquire load in
+        // `IvshmemGsp::gsp_attach`, after which it initialises the queues; we touch them
+        // only after acquiring its acknowledgement (`driver_ack`).
         gsp_word.store(attach.into_bits(), Ordering::Release);
         println!(
             "vgsp-gsp: peer {} attached, generation {generation}",
