@@ -106,6 +106,9 @@ pub struct Stats {
     pub copy_faults: u64,
 }
 
+/// The size `rx_buf` starts at and never goes below: one element.
+const RX_BUF_MIN: usize = fw::GSP_MSG_QUEUE_ELEMENT_SIZE_MAX;
+
 /// The most DMA windows the copy engine can reach.
 const MAX_DMA_WINDOWS: usize = 4;
 
@@ -138,12 +141,14 @@ struct Outgoing {
     head_sent: bool,
 }
 
-/// A split command being reassembled.
+/// A split command being reassembled in `rx_buf`.
 struct Assembly {
     function: u32,
     sequence: u32,
+    /// Payload bytes of the whole command.
     total: usize,
-    payload: KVec<u8>,
+    /// Payload bytes received so far, at the start of `rx_buf`.
+    filled: usize,
 }
 
 /// The virtual GSP.
@@ -151,15 +156,25 @@ struct Assembly {
 /// # Invariants
 ///
 /// `gsp_write_ptr` and `gsp_read_ptr` are below [`MSGQ_NUM_PAGES`] and equal to what the
-/// GSP last stored in `gspq.tx.writePtr` and `gspq.rx.readPtr`.
+/// GSP last stored in `gspq.tx.writePtr` and `gspq.rx.readPtr`. The `known_free` `gspq`
+/// slots from `gsp_write_ptr` on were free when the GSP last loaded the driver's read
+/// pointer ([`Vgsp::cpu_read_ptr`]) and have not been written since; the
+/// `known_published` `cpuq` slots from `gsp_read_ptr` on were published when it last
+/// loaded the driver's write pointer ([`Vgsp::cpu_write_ptr`]) and have not been
+/// consumed since.
 pub struct Vgsp<'a> {
     mem: DmaView<'a>,
     gsp_write_ptr: u32,
     gsp_read_ptr: u32,
+    known_free: u32,
+    known_published: u32,
     tx_seq: u32,
     rx_seq: Option<u32>,
     outbox: KVec<Outgoing>,
     outbox_head: usize,
+    /// Where commands are copied out of `cpuq` and reassembled, and the copy engine's
+    /// bounce buffer: never shorter than [`RX_BUF_MIN`], it only grows, up to the
+    /// largest command seen, so that a command needs no allocation.
     rx_buf: KVec<u8>,
     assembly: Option<Assembly>,
     system_info: Option<GspSetSystemInfo>,
@@ -184,11 +199,13 @@ impl<'a> Vgsp<'a> {
             return Err(EINVAL);
         }
         let mut rx_buf = KVec::new();
-        rx_buf.resize(fw::GSP_MSG_QUEUE_ELEMENT_SIZE_MAX, 0, GFP_KERNEL)?;
+        rx_buf.resize(RX_BUF_MIN, 0, GFP_KERNEL)?;
         Ok(Self {
             mem,
             gsp_write_ptr: 0,
             gsp_read_ptr: 0,
+            known_free: 0,
+            known_published: 0,
             tx_seq: 0,
             rx_seq: None,
             outbox: KVec::new(),
@@ -315,8 +332,10 @@ impl<'a> Vgsp<'a> {
         // `gsp_read_ptr`.
         dma_mb(Full);
         self.mem.write32(GSPQ_OFFSET + MSGQ_READ_PTR_OFFSET, rptr)?;
-        // INVARIANT: `rptr < MSGQ_NUM_PAGES` and is what was just stored.
+        // INVARIANT: `rptr < MSGQ_NUM_PAGES` and is what was just stored; the slots
+        // consumed are no longer published.
         self.gsp_read_ptr = rptr;
+        self.known_published = self.known_published.saturating_sub(n);
         Ok(())
     }
 
@@ -330,8 +349,10 @@ impl<'a> Vgsp<'a> {
         dma_mb(Write);
         self.mem
             .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, wptr)?;
-        // INVARIANT: `wptr < MSGQ_NUM_PAGES` and is what was just stored.
+        // INVARIANT: `wptr < MSGQ_NUM_PAGES` and is what was just stored; the slots
+        // published are no longer free.
         self.gsp_write_ptr = wptr;
+        self.known_free = self.known_free.saturating_sub(n);
         Ok(())
     }
 
@@ -355,12 +376,17 @@ impl<'a> Vgsp<'a> {
             self.copy_chunk()?;
             return Ok(Progress::Worked);
         }
-        let wptr = self.cpu_write_ptr()?;
-        if wptr == self.gsp_read_ptr {
-            return Ok(Progress::Idle);
+        // The driver's write pointer is loaded only when every command seen is consumed.
+        if self.known_published == 0 {
+            let wptr = self.cpu_write_ptr()?;
+            // INVARIANT: `cpu_write_ptr` just loaded `wptr`; the slots up to it are
+            // published.
+            self.known_published = (wptr + MSGQ_NUM_PAGES - self.gsp_read_ptr) % MSGQ_NUM_PAGES;
+            if self.known_published == 0 {
+                return Ok(Progress::Idle);
+            }
         }
-        let available = (wptr + MSGQ_NUM_PAGES - self.gsp_read_ptr) % MSGQ_NUM_PAGES;
-        self.consume_element(available)?;
+        self.consume_element(self.known_published)?;
         Ok(Progress::Worked)
     }
 
@@ -380,40 +406,38 @@ impl<'a> Vgsp<'a> {
 
     /// Consumes the command element at our read pointer and acts on it.
     fn consume_element(&mut self, available: u32) -> Result {
-        let mut header = GspMsgElement::default();
-        self.read_cmd_bytes(0, header.as_mut_bytes())?;
-        let elem_count = header.elem_count;
+        let mut raw = GspMsgElement::default();
+        self.read_cmd_bytes(0, raw.as_mut_bytes())?;
+        let elem_count = raw.elem_count;
         if elem_count == 0 || elem_count > MAX_ELEMENT_PAGES || elem_count > available {
             // Cannot be delimited: drop what is published and complain.
             self.advance_gsp_read_ptr(available)?;
             self.assembly = None;
-            return self.reject(header.rpc.function, header.rpc.sequence);
+            return self.reject(raw.rpc.function, raw.rpc.sequence);
         }
 
-        let checked = self.copy_and_check(elem_count);
+        let checked = self.copy_and_check(&raw, elem_count);
         self.advance_gsp_read_ptr(elem_count)?;
         self.stats.elements_in += 1;
         let (header, chunk_len) = match checked {
             Ok(ok) => ok,
             Err(_) => {
                 self.assembly = None;
-                let (f, s) = (header.rpc.function, header.rpc.sequence);
-                return self.reject(f, s);
+                return self.reject(raw.rpc.function, raw.rpc.sequence);
             }
         };
-        let chunk_range = ELEMENT_HEADER_SIZE..ELEMENT_HEADER_SIZE + chunk_len;
 
         if header.rpc.function == function::CONTINUATION_RECORD {
             let Some(mut asm) = self.assembly.take() else {
                 return self.reject(header.rpc.function, header.rpc.sequence);
             };
-            if asm.sequence != header.rpc.sequence || asm.payload.len() + chunk_len > asm.total {
+            if asm.sequence != header.rpc.sequence || asm.filled + chunk_len > asm.total {
                 return self.reject(asm.function, asm.sequence);
             }
-            asm.payload
-                .extend_from_slice(&self.rx_buf[chunk_range], GFP_KERNEL)?;
-            if asm.payload.len() == asm.total {
-                return self.handle_command(asm.function, asm.sequence, asm.payload);
+            // `copy_and_check` put the chunk right after what came before.
+            asm.filled += chunk_len;
+            if asm.filled == asm.total {
+                return self.handle_received(asm.function, asm.sequence, asm.total);
             }
             self.assembly = Some(asm);
             return Ok(());
@@ -425,52 +449,66 @@ impl<'a> Vgsp<'a> {
         }
         // `validate_header` checked that `rpc.length` covers the RPC header.
         let total = header.rpc_payload_len().unwrap_or(0);
-        // Room for the whole RPC at once (`validate_header` bounds it by 4 MiB), so its
-        // continuation records do not move what came before.
-        let mut payload = KVec::with_capacity(total.max(chunk_len), GFP_KERNEL)?;
-        payload.extend_from_slice(&self.rx_buf[chunk_range], GFP_KERNEL)?;
         if total > chunk_len {
             self.assembly = Some(Assembly {
                 function: header.rpc.function,
                 sequence: header.rpc.sequence,
                 total,
-                payload,
+                filled: chunk_len,
             });
             return Ok(());
         }
-        self.handle_command(header.rpc.function, header.rpc.sequence, payload)
+        self.handle_received(header.rpc.function, header.rpc.sequence, chunk_len)
     }
 
     fn read_cmd_bytes(&self, pos: usize, dst: &mut [u8]) -> Result {
-        let start = self.gsp_read_ptr as usize * GSP_PAGE_SIZE + pos;
-        let mem = self.mem;
-        fw::for_each_ring_piece(start, dst.len(), |off, range| {
-            mem.read_bytes(CPUQ_OFFSET + fw::slot_offset(0) + off, &mut dst[range])
-        })
+        read_cpuq(self.mem, self.gsp_read_ptr, pos, dst)
     }
 
-    /// Copies a command element once into `rx_buf` and validates the copy; returns its
-    /// header and the payload bytes it carries.
-    fn copy_and_check(&mut self, elem_count: u32) -> Result<(GspMsgElement, usize)> {
-        let mut buf = core::mem::take(&mut self.rx_buf);
-        // The header first, then just the payload bytes it announces.
-        let result = self
-            .read_cmd_bytes(0, &mut buf[..ELEMENT_HEADER_SIZE])
-            .and_then(|()| Ok(fw::validate_header(&buf, elem_count)?))
-            .and_then(|(header, chunk_len)| {
-                let element = ELEMENT_HEADER_SIZE..ELEMENT_HEADER_SIZE + chunk_len;
-                self.read_cmd_bytes(ELEMENT_HEADER_SIZE, &mut buf[element])?;
-                fw::verify_checksum(&buf[..ELEMENT_HEADER_SIZE + chunk_len])?;
-                if let Some(expected) = self.rx_seq {
-                    if header.seq_num != expected {
-                        return Err(EIO);
-                    }
-                }
-                Ok((header, chunk_len))
-            });
-        if let Ok((header, _)) = &result {
-            self.rx_seq = Some(header.seq_num.wrapping_add(1));
+    /// Validates `raw`, the header of a command element of `elem_count` slots copied out
+    /// of `cpuq`, then copies just the payload bytes it announces into `rx_buf` and
+    /// verifies the checksum there; returns the header and the payload length.
+    ///
+    /// A head goes to the start of `rx_buf`, which grows to hold its whole command; a
+    /// continuation record right after the bytes of the command being reassembled (or,
+    /// if it does not belong there, to the start: the command is lost anyway).
+    fn copy_and_check(
+        &mut self,
+        raw: &GspMsgElement,
+        elem_count: u32,
+    ) -> Result<(GspMsgElement, usize)> {
+        let (header, chunk_len) = fw::validate_header(raw.as_bytes(), elem_count)?;
+        let at = match &self.assembly {
+            Some(asm)
+                if header.rpc.function == function::CONTINUATION_RECORD
+                    && asm.sequence == header.rpc.sequence
+                    && asm.filled + chunk_len <= asm.total =>
+            {
+                asm.filled
+            }
+            _ => 0,
+        };
+        // `validate_header` bounds the RPC by `MAX_RPC_PAYLOAD`.
+        let need = (at + chunk_len).max(header.rpc_payload_len().unwrap_or(0));
+        if self.rx_buf.len() < need {
+            self.rx_buf.resize(need, 0, GFP_KERNEL)?;
         }
+        let chunk = &mut self.rx_buf[at..at + chunk_len];
+        read_cpuq(self.mem, self.gsp_read_ptr, ELEMENT_HEADER_SIZE, chunk)?;
+        fw::verify_checksum(&header, chunk)?;
+        if let Some(expected) = self.rx_seq {
+            if header.seq_num != expected {
+                return Err(EIO);
+            }
+        }
+        self.rx_seq = Some(header.seq_num.wrapping_add(1));
+        Ok((header, chunk_len))
+    }
+
+    /// Acts on the whole command of `len` payload bytes at the start of `rx_buf`.
+    fn handle_received(&mut self, function: u32, sequence: u32, len: usize) -> Result {
+        let buf = core::mem::take(&mut self.rx_buf);
+        let result = self.handle_command(function, sequence, &buf[..len]);
         self.rx_buf = buf;
         result
     }
@@ -482,15 +520,19 @@ impl<'a> Vgsp<'a> {
     }
 
     /// Acts on a whole command.
-    fn handle_command(&mut self, function: u32, sequence: u32, payload: KVec<u8>) -> Result {
+    fn handle_command(&mut self, function: u32, sequence: u32, payload: &[u8]) -> Result {
         self.stats.commands += 1;
         match function {
-            function::NOP => self.reply(function, sequence, payload)?,
-            function::GSP_SET_SYSTEM_INFO => match GspSetSystemInfo::read_from_bytes(&payload) {
+            function::NOP => {
+                let mut echo = KVec::with_capacity(payload.len(), GFP_KERNEL)?;
+                echo.extend_from_slice(payload, GFP_KERNEL)?;
+                self.reply(function, sequence, echo)?;
+            }
+            function::GSP_SET_SYSTEM_INFO => match GspSetSystemInfo::read_from_bytes(payload) {
                 Ok(info) => self.system_info = Some(info),
                 Err(_) => return self.reject(function, sequence),
             },
-            function::SET_REGISTRY => match parse_registry(&payload) {
+            function::SET_REGISTRY => match parse_registry(payload) {
                 Some(n) => {
                     self.registry_entries = Some(n);
                     self.boot_done()?;
@@ -498,7 +540,7 @@ impl<'a> Vgsp<'a> {
                 None => return self.reject(function, sequence),
             },
             function::GET_GSP_STATIC_INFO => {
-                let mut info = GspStaticConfigInfo::read_from_bytes(&payload)
+                let mut info = GspStaticConfigInfo::read_from_bytes(payload)
                     .unwrap_or_else(|_| GspStaticConfigInfo::new_zeroed());
                 info.gpu_name_string = [0; 64];
                 info.gpu_name_string[..GPU_NAME.len()].copy_from_slice(GPU_NAME.as_bytes());
@@ -511,7 +553,7 @@ impl<'a> Vgsp<'a> {
                 self.reply(function, sequence, out)?;
             }
             function::UNLOADING_GUEST_DRIVER => self.reply(function, sequence, KVec::new())?,
-            function::VGSP_CE_COPY => match self.accept_copy(&payload) {
+            function::VGSP_CE_COPY => match self.accept_copy(payload) {
                 Some(job) => {
                     // Acknowledge first: the bytes land in the steps after the reply.
                     self.reply(function, sequence, KVec::new())?;
@@ -542,8 +584,7 @@ impl<'a> Vgsp<'a> {
         let req = CeCopy::read_from_bytes(payload).ok()?;
         let len = usize::try_from(req.len).ok()?;
         let chunk = usize::try_from(req.chunk).ok()?;
-        if req.len == 0 || req.len > mbarrier::MAX_COUNT || chunk == 0 || chunk > self.rx_buf.len()
-        {
+        if req.len == 0 || req.len > mbarrier::MAX_COUNT || chunk == 0 || chunk > RX_BUF_MIN {
             return None;
         }
         let (view, off) = self.translate(req.barrier, 8)?;
@@ -678,9 +719,7 @@ impl<'a> Vgsp<'a> {
     ///
     /// - `ENOSPC` if `bytes` does not fit in `slots`, or `gspq` lacks `slots` free slots.
     pub fn post_raw(&mut self, bytes: &[u8], slots: u32) -> Result {
-        let rptr = self.cpu_read_ptr()?;
-        let free = (rptr + MSGQ_NUM_PAGES - self.gsp_write_ptr - 1) % MSGQ_NUM_PAGES;
-        if slots > free || bytes.len() > slots as usize * GSP_PAGE_SIZE {
+        if bytes.len() > slots as usize * GSP_PAGE_SIZE || !self.has_free(slots)? {
             return Err(ENOSPC);
         }
         let mem = self.mem;
@@ -696,10 +735,27 @@ impl<'a> Vgsp<'a> {
 
     // The message side.
 
+    /// Returns whether `slots` `gspq` slots from the write pointer are free.
+    ///
+    /// Loads the driver's read pointer only when the slots known free do not suffice: a
+    /// slot the driver had consumed when the GSP last looked stays free until the GSP
+    /// writes it, and the `Full` barrier of that look already orders it before every
+    /// store the GSP makes after it.
+    ///
+    /// # Errors
+    ///
+    /// - `EIO` if the driver's read pointer is outside the ring.
+    fn has_free(&mut self, slots: u32) -> Result<bool> {
+        if self.known_free < slots {
+            let rptr = self.cpu_read_ptr()?;
+            // INVARIANT: `cpu_read_ptr` just loaded `rptr`; the slots up to it are free.
+            self.known_free = (rptr + MSGQ_NUM_PAGES - self.gsp_write_ptr - 1) % MSGQ_NUM_PAGES;
+        }
+        Ok(self.known_free >= slots)
+    }
+
     /// Sends the next element of the first pending message if `gspq` has room.
     fn send_pending(&mut self) -> Result<Progress> {
-        let rptr = self.cpu_read_ptr()?;
-        let free = (rptr + MSGQ_NUM_PAGES - self.gsp_write_ptr - 1) % MSGQ_NUM_PAGES;
         let idx = self.outbox_head;
         let (function, chunk_len, total) = {
             let out = &self.outbox[idx];
@@ -716,7 +772,7 @@ impl<'a> Vgsp<'a> {
             };
             (function, chunk_len, total)
         };
-        if free < fw::elem_count_for(chunk_len) {
+        if !self.has_free(fw::elem_count_for(chunk_len))? {
             return Ok(Progress::Blocked);
         }
 
@@ -725,6 +781,7 @@ impl<'a> Vgsp<'a> {
         let mut header = GspMsgElement::new(self.tx_seq, function, out.sequence, chunk_len, total);
         header.rpc.rpc_result = out.rpc_result;
         header.rpc.rpc_result_private = out.rpc_result;
+
         header.seal(chunk);
 
         let start = self.gsp_write_ptr as usize * GSP_PAGE_SIZE;
@@ -747,6 +804,15 @@ impl<'a> Vgsp<'a> {
         }
         Ok(Progress::Worked)
     }
+}
+
+/// Copies `dst.len()` bytes starting at byte `pos` of the `cpuq` element at slot
+/// `read_ptr` out of `mem`, wrapping past the ring end.
+fn read_cpuq(mem: DmaView<'_>, read_ptr: u32, pos: usize, dst: &mut [u8]) -> Result {
+    let start = read_ptr as usize * GSP_PAGE_SIZE + pos;
+    fw::for_each_ring_piece(start, dst.len(), |off, range| {
+        mem.read_bytes(CPUQ_OFFSET + fw::slot_offset(0) + off, &mut dst[range])
+    })
 }
 
 /// Checks a `PACKED_REGISTRY_TABLE`; returns its number of entries.

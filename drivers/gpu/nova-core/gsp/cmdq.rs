@@ -64,7 +64,6 @@
 //! | GSP write pointer outside the ring (>= 63) | `EIO` | nothing consumed |
 //! | GSP write pointer moved backwards (fewer slots published than before) | `EIO` | nothing consumed |
 //! | `elemCount` 0, above 16, or above the published slots (also across the ring end) | `EIO` | every published slot dropped |
-//! | header `elemCount` changed between the two reads | `EIO` | consumed |
 //! | wrong signature or unsupported header version | `EIO` | consumed |
 //! | `rpc.length` below the RPC header, beyond the element, above 4 MiB, or inconsistent with `elemCount` | `EIO` | consumed |
 //! | bad checksum | `EIO` | consumed |
@@ -134,8 +133,40 @@ const SPIN_STEP: Delta = Delta::from_nanos(1);
 /// at most that late.
 const NAP: Delta = Delta::from_micros(50);
 
-/// Calls `op` until `cond` accepts its value or `timeout` passes: back to back for
-/// [`SPIN_BUDGET`], then every [`NAP`].
+/// A wait's timeout, whose clock starts only when a look first finds the queue not
+/// ready: a busy queue is served without reading the clock at all.
+struct Budget {
+    timeout: Delta,
+    start: Option<Instant>,
+}
+
+impl Budget {
+    fn new(timeout: Delta) -> Self {
+        Self {
+            timeout,
+            start: None,
+        }
+    }
+
+    /// Returns what is left of the timeout, starting the clock at the first call.
+    fn left(&mut self) -> Delta {
+        if self.timeout.as_nanos() <= 0 {
+            return Delta::ZERO;
+        }
+        match self.start {
+            None => {
+                self.start = Some(Instant::now());
+                self.timeout
+            }
+            Some(start) => {
+                Delta::from_nanos((self.timeout.as_nanos() - start.elapsed().as_nanos()).max(0))
+            }
+        }
+    }
+}
+
+/// Calls `op` until `cond` accepts its value or `budget` runs out: once, then back to
+/// back for [`SPIN_BUDGET`], then every [`NAP`].
 ///
 /// # Errors
 ///
@@ -143,8 +174,17 @@ const NAP: Delta = Delta::from_micros(50);
 fn poll_queue<T>(
     mut op: impl FnMut() -> Result<T>,
     mut cond: impl FnMut(&T) -> bool,
-    timeout: Delta,
+    budget: &mut Budget,
 ) -> Result<T> {
+    // One look before the clock is read: a busy queue is usually ready.
+    let val = op()?;
+    if cond(&val) {
+        return Ok(val);
+    }
+    let timeout = budget.left();
+    if timeout.is_zero() {
+        return Err(ETIMEDOUT);
+    }
     let spin = Delta::from_nanos(SPIN_BUDGET.as_nanos().min(timeout.as_nanos()));
     match read_poll_timeout(&mut op, &mut cond, SPIN_STEP, spin) {
         Err(e) if e == ETIMEDOUT && timeout.as_nanos() > spin.as_nanos() => {
@@ -160,11 +200,14 @@ fn poll_queue<T>(
 /// # Invariants
 ///
 /// `cpu_write_ptr` and `cpu_read_ptr` are below [`MSGQ_NUM_PAGES`] and equal to what the
-/// driver last stored in `cpuq.tx.writePtr` and `cpuq.rx.readPtr`.
+/// driver last stored in `cpuq.tx.writePtr` and `cpuq.rx.readPtr`. The `known_free` slots
+/// from `cpu_write_ptr` on were free when the driver last loaded the GSP's read pointer
+/// through [`Self::gsp_read_ptr`] and have not been written since.
 pub struct DmaGspMem {
     mem: CoherentAllocation<GspMem>,
     cpu_write_ptr: u32,
     cpu_read_ptr: u32,
+    known_free: u32,
 }
 
 impl DmaGspMem {
@@ -191,11 +234,12 @@ impl DmaGspMem {
         dma_write!(mem[0].gspq.tx = MsgqTxHeader::new())?;
         dma_write!(mem[0].cpuq.rx.read_ptr = 0)?;
         dma_write!(mem[0].gspq.rx.read_ptr = 0)?;
-        // INVARIANT: both our pointers were just stored as 0.
+        // INVARIANT: both our pointers were just stored as 0; no slot is known free yet.
         Ok(Self {
             mem,
             cpu_write_ptr: 0,
             cpu_read_ptr: 0,
+            known_free: 0,
         })
     }
 
@@ -254,8 +298,10 @@ impl DmaGspMem {
         // pointer before the element (the shape `tests/model`'s seed regression fails).
         #[cfg(feature = "seed-barriers")]
         core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
-        // INVARIANT: `wptr < MSGQ_NUM_PAGES` and is what was just stored.
+        // INVARIANT: `wptr < MSGQ_NUM_PAGES` and is what was just stored; the slots
+        // published are no longer free.
         self.cpu_write_ptr = wptr;
+        self.known_free = self.known_free.saturating_sub(elem_count);
         Ok(())
     }
 
@@ -277,6 +323,32 @@ impl DmaGspMem {
     /// pointer. One slot always stays empty.
     fn driver_write_area_size(&self, gsp_read_ptr: u32) -> u32 {
         (gsp_read_ptr + MSGQ_NUM_PAGES - self.cpu_write_ptr - 1) % MSGQ_NUM_PAGES
+    }
+
+    /// Waits up to `timeout` until `elem_count` slots from the write pointer are free.
+    ///
+    /// Loads the GSP's read pointer only when the slots known free do not suffice: a slot
+    /// the GSP had consumed when the driver last looked stays free until the driver
+    /// writes it, and the `Full` barrier of that look already orders it before every
+    /// store the driver makes after it. A busy queue so skips one load of a line the GSP
+    /// keeps writing, and its barrier, per element.
+    ///
+    /// # Errors
+    ///
+    /// - `ETIMEDOUT` if the slots do not become free in time.
+    /// - `EIO` if the GSP's read pointer is outside the ring.
+    fn wait_free(&mut self, elem_count: u32, timeout: Delta) -> Result {
+        if self.known_free >= elem_count {
+            return Ok(());
+        }
+        let rptr = poll_queue(
+            || self.gsp_read_ptr(),
+            |&rptr| self.driver_write_area_size(rptr) >= elem_count,
+            &mut Budget::new(timeout),
+        )?;
+        // INVARIANT: `gsp_read_ptr` just loaded `rptr`; the slots up to it are free.
+        self.known_free = self.driver_write_area_size(rptr);
+        Ok(())
     }
 
     /// Returns the number of published slots the driver may read, given the GSP's write
@@ -377,26 +449,27 @@ pub fn is_known_function(function: u32) -> bool {
     )
 }
 
-/// The validated header of an element copied out of the ring.
-struct RxElement {
-    header: GspMsgElement,
-    /// Payload bytes this element carries.
-    chunk_len: usize,
+/// Why an element was not received.
+enum Rejected {
+    /// The GSP sent it malformed: `EIO`, recorded as the fault.
+    Malformed(fw::Malformed),
+    /// The driver could not take it (`ENOMEM`).
+    Errno(Error),
+}
+
+impl From<fw::Malformed> for Rejected {
+    fn from(m: fw::Malformed) -> Self {
+        Self::Malformed(m)
+    }
 }
 
 /// The GSP command queue.
-///
-/// # Invariants
-///
-/// `rx_buf` holds no message between calls.
 pub struct Cmdq {
     gsp_mem: DmaGspMem,
     /// Sequence number of the next element sent.
     seq: u32,
     /// Sequence number of the next RPC sent.
     rpc_seq: u32,
-    /// Scratch space for one element copied out of the ring.
-    rx_buf: KVec<u8>,
     /// Slots the GSP had published and the driver not yet consumed, when last looked.
     published: u32,
     /// The sequence number of the last element received.
@@ -435,19 +508,16 @@ impl Cmdq {
     ///
     /// # Errors
     ///
-    /// - `ENOMEM` if the receive buffer cannot be had.
+    /// - `EOVERFLOW` if `mem` is smaller than a [`GspMem`].
     pub fn new_in(mem: CoherentAllocation<GspMem>) -> Result<Self> {
         Self::with_memory(DmaGspMem::init(mem)?)
     }
 
     fn with_memory(gsp_mem: DmaGspMem) -> Result<Self> {
-        let mut rx_buf = KVec::new();
-        rx_buf.resize(fw::GSP_MSG_QUEUE_ELEMENT_SIZE_MAX, 0, GFP_KERNEL)?;
         Ok(Self {
             gsp_mem,
             seq: 0,
             rpc_seq: 0,
-            rx_buf,
             published: 0,
             rx_seq: None,
             last_fault: None,
@@ -558,11 +628,7 @@ impl Cmdq {
         let mut header =
             GspMsgElement::new(self.seq, function, sequence, chunk.len(), rpc_payload_len);
         let elem_count = header.elem_count;
-        poll_queue(
-            || self.gsp_mem.gsp_read_ptr(),
-            |&rptr| self.gsp_mem.driver_write_area_size(rptr) >= elem_count,
-            timeout,
-        )?;
+        self.gsp_mem.wait_free(elem_count, timeout)?;
 
         header.seal(chunk);
 
@@ -577,22 +643,22 @@ impl Cmdq {
         Ok(())
     }
 
-    /// Waits up to `timeout` for an element and returns the number of published slots.
+    /// Waits for an element within `budget` and returns the number of published slots.
     ///
     /// # Errors
     ///
     /// - `ETIMEDOUT` if nothing is published in time.
     /// - `EIO` if the GSP's write pointer is outside the ring, or moved backwards (fewer
     ///   slots published than it had published before); nothing is consumed.
-    fn wait_published(&mut self, timeout: Delta) -> Result<u32> {
+    fn wait_published(&mut self, budget: &mut Budget) -> Result<u32> {
         let published = self.published;
         let wptr = match self.signal {
             None => poll_queue(
                 || self.gsp_mem.gsp_write_ptr(),
                 |&wptr| wptr != self.gsp_mem.cpu_read_ptr || published > 0,
-                timeout,
+                budget,
             ),
-            Some(signal) => self.wait_signalled(signal, timeout),
+            Some(signal) => self.wait_signalled(signal, budget),
         }
         .map_err(|e| {
             let reason = if e == ETIMEDOUT {
@@ -610,10 +676,9 @@ impl Cmdq {
         Ok(available)
     }
 
-    /// Waits up to `timeout` for the GSP's write pointer to publish something, sleeping on
+    /// Waits within `budget` for the GSP's write pointer to publish something, sleeping on
     /// `signal`; returns the write pointer.
-    fn wait_signalled(&self, signal: &dyn MsgqSignal, timeout: Delta) -> Result<u32> {
-        let start = Instant::now();
+    fn wait_signalled(&self, signal: &dyn MsgqSignal, budget: &mut Budget) -> Result<u32> {
         loop {
             // ORDERING: LOAD->LOAD. The count is loaded (acquire) before the write pointer,
             // so a message published after this look raises the count past `seen`. Pairs
@@ -623,11 +688,11 @@ impl Cmdq {
             if wptr != self.gsp_mem.cpu_read_ptr || self.published > 0 {
                 return Ok(wptr);
             }
-            let left = timeout.as_nanos() - start.elapsed().as_nanos();
-            if left <= 0 {
+            let left = budget.left();
+            if left.is_zero() {
                 return Err(ETIMEDOUT);
             }
-            signal.wait(seen, Delta::from_nanos(left));
+            signal.wait(seen, left);
         }
     }
 
@@ -638,12 +703,17 @@ impl Cmdq {
         Ok(())
     }
 
-    /// Copies the element at the read pointer into `rx_buf`, validates it and consumes
-    /// it. `available` is the number of published slots.
-    fn receive_element(&mut self, available: u32) -> Result<RxElement> {
-        let mut header = GspMsgElement::default();
-        self.gsp_mem.read_element_bytes(0, header.as_mut_bytes())?;
-        let elem_count = header.elem_count;
+    /// Validates the element at the read pointer, appends its payload to `payload` and
+    /// consumes it; returns its header. `available` is the number of published slots.
+    ///
+    /// The header is copied out of the ring once and every check is on that copy; the
+    /// payload bytes it announces are copied once, straight into `payload`, and the
+    /// checksum is verified there. A head makes room for its whole RPC in `payload` at
+    /// once.
+    fn receive_element(&mut self, available: u32, payload: &mut KVec<u8>) -> Result<GspMsgElement> {
+        let mut raw = GspMsgElement::default();
+        self.gsp_mem.read_element_bytes(0, raw.as_mut_bytes())?;
+        let elem_count = raw.elem_count;
         let undelimited = match elem_count {
             0 => Some("element count 0"),
             n if n > MAX_ELEMENT_PAGES => Some("element count above 16"),
@@ -656,10 +726,13 @@ impl Cmdq {
             return Err(self.fault(EIO, reason));
         }
 
-        let result = self.copy_and_check(elem_count);
+        let result = self.copy_and_check(&raw, elem_count, payload);
         self.consume(elem_count)?;
-        let element = result.map_err(|m| self.fault(m.into(), m.0))?;
-        let seq = element.header.seq_num;
+        let header = result.map_err(|e| match e {
+            Rejected::Malformed(m) => self.fault(m.into(), m.0),
+            Rejected::Errno(e) => e,
+        })?;
+        let seq = header.seq_num;
         if let Some(last) = self.rx_seq {
             // Forward jumps are allowed: slots dropped undelimited had numbers too.
             if seq.wrapping_sub(last).wrapping_sub(1) >= 1 << 31 {
@@ -667,27 +740,34 @@ impl Cmdq {
             }
         }
         self.rx_seq = Some(seq);
-        Ok(element)
+        Ok(header)
     }
 
-    /// Copies an element of `elem_count` slots once into `rx_buf` and validates the copy:
-    /// the header first, then just the payload bytes it announces (not the padding of
-    /// the last slot).
-    fn copy_and_check(&mut self, elem_count: u32) -> Result<RxElement, fw::Malformed> {
-        let outside = |_| fw::Malformed("element outside the shared memory");
-        // PANIC: `rx_buf` holds `GSP_MSG_QUEUE_ELEMENT_SIZE_MAX` bytes, more than a header.
-        let (head, rest) = self.rx_buf.split_at_mut(ELEMENT_HEADER_SIZE);
-        self.gsp_mem.read_element_bytes(0, head).map_err(outside)?;
-
-        // From here on only the copy is used.
-        let (header, chunk_len) = fw::validate_header(head, elem_count)?;
-        // PANIC: `validate_header` checked that the header and `chunk_len` bytes fit
-        // `elem_count <= 16` slots, the size of `rx_buf`.
+    /// Validates `raw`, the header of an element of `elem_count` slots, then copies just
+    /// the payload bytes it announces (not the padding of the last slot) to the end of
+    /// `payload` and verifies the checksum on that copy.
+    fn copy_and_check(
+        &mut self,
+        raw: &GspMsgElement,
+        elem_count: u32,
+        payload: &mut KVec<u8>,
+    ) -> Result<GspMsgElement, Rejected> {
+        let (header, chunk_len) = fw::validate_header(raw.as_bytes(), elem_count)?;
+        let room = match header.rpc.function {
+            function::CONTINUATION_RECORD => chunk_len,
+            // A head: its whole RPC, which `validate_header` bounds by `MAX_RPC_PAYLOAD`.
+            _ => header.rpc_payload_len().unwrap_or(chunk_len),
+        };
+        let start = payload.len();
+        payload
+            .reserve(room, GFP_KERNEL)
+            .and_then(|()| payload.resize(start + chunk_len, 0, GFP_KERNEL))
+            .map_err(|_| Rejected::Errno(ENOMEM))?;
         self.gsp_mem
-            .read_element_bytes(ELEMENT_HEADER_SIZE, &mut rest[..chunk_len])
-            .map_err(outside)?;
-        fw::verify_checksum(&self.rx_buf[..ELEMENT_HEADER_SIZE + chunk_len])?;
-        Ok(RxElement { header, chunk_len })
+            .read_element_bytes(ELEMENT_HEADER_SIZE, &mut payload[start..])
+            .map_err(|_| fw::Malformed("element outside the shared memory"))?;
+        fw::verify_checksum(&header, &payload[start..])?;
+        Ok(header)
     }
 
     /// Receives the next message, whatever its function, reassembling continuation
@@ -698,48 +778,37 @@ impl Cmdq {
     /// See the table in the module documentation.
     pub fn receive_msg(&mut self, timeout: Delta) -> Result<GspMessage> {
         self.last_fault = None;
-        let start = Instant::now();
-        let available = self.wait_published(timeout)?;
-        let head = self.receive_element(available)?;
-        // `validate_element` checked both.
-        let total = head.header.rpc_payload_len().ok_or(EIO)?;
-        if head.header.rpc.function == function::CONTINUATION_RECORD {
+        let mut budget = Budget::new(timeout);
+        let available = self.wait_published(&mut budget)?;
+        let mut payload = KVec::new();
+        let head = self.receive_element(available, &mut payload)?;
+        // `validate_header` checked both.
+        let total = head.rpc_payload_len().ok_or(EIO)?;
+        if head.rpc.function == function::CONTINUATION_RECORD {
             return Err(self.fault(EIO, "continuation record without a head"));
         }
-        let mut payload = KVec::with_capacity(total, GFP_KERNEL)?;
-        payload.extend_from_slice(
-            &self.rx_buf[ELEMENT_HEADER_SIZE..ELEMENT_HEADER_SIZE + head.chunk_len],
-            GFP_KERNEL,
-        )?;
-        let mut elem_count = head.header.elem_count;
+        let mut elem_count = head.elem_count;
 
         while payload.len() < total {
-            let left = timeout
-                .as_nanos()
-                .saturating_sub(start.elapsed().as_nanos());
-            let available = self.wait_published(Delta::from_nanos(left.max(0)))?;
-            let cont = self.receive_element(available)?;
-            if cont.header.rpc.function != function::CONTINUATION_RECORD {
+            let available = self.wait_published(&mut budget)?;
+            let cont = self.receive_element(available, &mut payload)?;
+            if cont.rpc.function != function::CONTINUATION_RECORD {
                 return Err(self.fault(EIO, "head not followed by its continuation"));
             }
-            if cont.header.rpc.sequence != head.header.rpc.sequence {
+            if cont.rpc.sequence != head.rpc.sequence {
                 return Err(self.fault(EIO, "continuation record of another RPC"));
             }
-            if payload.len() + cont.chunk_len > total {
+            if payload.len() > total {
                 return Err(self.fault(EIO, "continuation records longer than the RPC"));
             }
-            payload.extend_from_slice(
-                &self.rx_buf[ELEMENT_HEADER_SIZE..ELEMENT_HEADER_SIZE + cont.chunk_len],
-                GFP_KERNEL,
-            )?;
-            elem_count += cont.header.elem_count;
+            elem_count += cont.elem_count;
         }
 
         Ok(GspMessage {
-            function: head.header.rpc.function,
-            sequence: head.header.rpc.sequence,
-            seq_num: head.header.seq_num,
-            rpc_result: head.header.rpc.rpc_result,
+            function: head.rpc.function,
+            sequence: head.rpc.sequence,
+            seq_num: head.seq_num,
+            rpc_result: head.rpc.rpc_result,
             elem_count,
             payload,
         })
