@@ -416,7 +416,7 @@ impl<'a> Vgsp<'a> {
             return self.reject(raw.rpc.function, raw.rpc.sequence);
         }
 
-        let checked = self.copy_and_check(&raw, elem_count);
+        let checked = self.copy_and_check(&raw);
         self.advance_gsp_read_ptr(elem_count)?;
         self.stats.elements_in += 1;
         let (header, chunk_len) = match checked {
@@ -465,19 +465,15 @@ impl<'a> Vgsp<'a> {
         read_cpuq(self.mem, self.gsp_read_ptr, pos, dst)
     }
 
-    /// Validates `raw`, the header of a command element of `elem_count` slots copied out
+    /// Validates `raw`, the header of the command element at our read pointer, copied out
     /// of `cpuq`, then copies just the payload bytes it announces into `rx_buf` and
     /// verifies the checksum there; returns the header and the payload length.
     ///
     /// A head goes to the start of `rx_buf`, which grows to hold its whole command; a
     /// continuation record right after the bytes of the command being reassembled (or,
     /// if it does not belong there, to the start: the command is lost anyway).
-    fn copy_and_check(
-        &mut self,
-        raw: &GspMsgElement,
-        elem_count: u32,
-    ) -> Result<(GspMsgElement, usize)> {
-        let (header, chunk_len) = fw::validate_header(raw.as_bytes(), elem_count)?;
+    fn copy_and_check(&mut self, raw: &GspMsgElement) -> Result<(GspMsgElement, usize)> {
+        let (header, chunk_len) = fw::validate_header(raw.as_bytes(), raw.elem_count)?;
         let at = match &self.assembly {
             Some(asm)
                 if header.rpc.function == function::CONTINUATION_RECORD

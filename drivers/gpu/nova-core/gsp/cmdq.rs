@@ -726,7 +726,7 @@ impl Cmdq {
             return Err(self.fault(EIO, reason));
         }
 
-        let result = self.copy_and_check(&raw, elem_count, payload);
+        let result = self.copy_and_check(&raw, payload);
         self.consume(elem_count)?;
         let header = result.map_err(|e| match e {
             Rejected::Malformed(m) => self.fault(m.into(), m.0),
@@ -743,16 +743,15 @@ impl Cmdq {
         Ok(header)
     }
 
-    /// Validates `raw`, the header of an element of `elem_count` slots, then copies just
+    /// Validates `raw`, the header of the element at the read pointer, then copies just
     /// the payload bytes it announces (not the padding of the last slot) to the end of
     /// `payload` and verifies the checksum on that copy.
     fn copy_and_check(
         &mut self,
         raw: &GspMsgElement,
-        elem_count: u32,
         payload: &mut KVec<u8>,
     ) -> Result<GspMsgElement, Rejected> {
-        let (header, chunk_len) = fw::validate_header(raw.as_bytes(), elem_count)?;
+        let (header, chunk_len) = fw::validate_header(raw.as_bytes(), raw.elem_count)?;
         let room = match header.rpc.function {
             function::CONTINUATION_RECORD => chunk_len,
             // A head: its whole RPC, which `validate_header` bounds by `MAX_RPC_PAYLOAD`.
