@@ -193,7 +193,7 @@ impl<'a> Vgsp<'a> {
     /// # Errors
     ///
     /// - `EINVAL` if `mem` is smaller than a `GspMem`.
-    /// - `ENOMEM` if the scratch buffer cannot be had.
+    /// - `ENOMEM` if the receive buffer cannot be had.
     pub fn new(mem: DmaView<'a>) -> Result<Self> {
         if mem.len() < core::mem::size_of::<fw::GspMem>() {
             return Err(EINVAL);

@@ -112,7 +112,7 @@
 //! - `checksum_4k_gbps`, `checksum_64k_gbps`: [`nova_core::gsp::fw::checksum`] over a
 //!   buffer of that size on one thread (GB/s). Every element is checksummed twice, once
 //!   by the sender ([`nova_core::gsp::fw::GspMsgElement::seal`]) and once by the receiver
-//!   ([`nova_core::gsp::fw::validate_element`]).
+//!   ([`nova_core::gsp::fw::verify_checksum`]).
 //!
 //! # The ratios
 //!

@@ -38,10 +38,11 @@
 //!
 //! # Waiting
 //!
-//! A wait for a message or for ring space looks at the queue back to back for
-//! `SPIN_BUDGET` (100 us; a busy GSP answers within it, so the wait adds no latency),
-//! then every `NAP` (50 us, `usleep_range` in a kernel): an idle driver does not burn its
-//! CPU, and sees a message at most one nap late. With a [`MsgqSignal`] (the GSP's
+//! A send needs no look at all while the ring space it last saw free suffices. Otherwise
+//! a wait for a message or for ring space looks once before it reads the clock, then back
+//! to back for `SPIN_BUDGET` (100 us; a busy GSP answers within it, so the wait adds no
+//! latency), then every `NAP` (50 us, `usleep_range` in a kernel): an idle driver does
+//! not burn its CPU, and sees a message at most one nap late. With a [`MsgqSignal`] (the GSP's
 //! interrupt), receives sleep on it instead.
 //!
 //! # Trust
