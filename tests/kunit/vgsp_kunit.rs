@@ -20,6 +20,7 @@ pub mod cmdq_rings;
 pub mod copy_engine;
 pub mod fw_layout;
 pub mod gsp_e2e;
+pub mod gsp_waits;
 pub mod ivshmem_device;
 pub mod mbarrier;
 pub mod vgsp_commands;
@@ -37,6 +38,14 @@ pub static SUITES: &[&Suite] = &[
     &cmdq_errors::tests::KUNIT_SUITE,
     &vgsp_commands::tests::KUNIT_SUITE,
     &gsp_e2e::tests::KUNIT_SUITE,
+    &gsp_waits::tests::KUNIT_SUITE,
     &mbarrier::tests::KUNIT_SUITE,
     &copy_engine::tests::KUNIT_SUITE,
 ];
+
+/// The suites that run only inside a kernel, by name: each is in a
+/// `#![cfg(CONFIG_RUST)]` file, so no [`Suite`] of it exists outside one. With
+/// [`SUITES`] they are every suite a kernel boot must report; `vgsp-host
+/// --list-suites --kernel` prints both, and a host test checks this list against the
+/// `#[kunit_tests]` attributes of those files.
+pub static KERNEL_ONLY_SUITES: &[&str] = &["nova_core_ivshmem"];

@@ -18,6 +18,7 @@ use kernel::{
 use crate::gsp::{
     cmdq::{
         check_function,
+        Budget,
         Cmdq,
         CommandToGsp,
         GspMessage,
@@ -93,48 +94,33 @@ impl Gsp {
         Ok(seq)
     }
 
-    /// Handles an unasked message; returns whether it was one.
-    fn handle_event(&mut self, msg: &GspMessage) -> bool {
-        match msg.function {
-            function::UCODE_LIBOS_PRINT | function::OS_ERROR_LOG => {
-                self.log_lines += 1;
-                let text = core::str::from_utf8(&msg.payload).unwrap_or("<binary>");
-                pr_info!(
-                    "gsp: <- {} seq={}: {}\n",
-                    function::name(msg.function),
-                    msg.seq_num,
-                    text.trim_end()
-                );
-                true
-            }
-            _ => false,
-        }
-    }
-
     /// Receives messages until one that is not a log event arrives, and decodes it as `M`.
+    /// Log events that arrive meanwhile are printed; the whole wait ends within
+    /// `timeout`, however many of them arrive.
     ///
     /// # Errors
     ///
-    /// As [`Cmdq::wait_for_msg`].
+    /// - `ETIMEDOUT` if no other message arrives within `timeout`.
+    /// - Any other error of [`Cmdq::wait_for_msg`].
     pub fn wait_for<M: MessageFromGsp>(&mut self, timeout: Delta) -> Result<M> {
-        loop {
-            let msg = self.cmdq.receive_msg(timeout)?;
-            if self.handle_event(&msg) {
-                continue;
-            }
-            pr_info!(
-                "gsp: <- {} ({}) seq={} sequence={} len={} elems={} result={}\n",
-                function::name(msg.function),
-                msg.function,
-                msg.seq_num,
-                msg.sequence,
-                msg.payload.len(),
-                msg.elem_count,
-                msg.rpc_result
-            );
-            check_function::<M>(&msg)?;
-            return M::decode(&msg.payload);
-        }
+        let log_lines = &mut self.log_lines;
+        let msg = self
+            .cmdq
+            .receive_msg_skipping(&mut Budget::new(timeout), |msg| {
+                handle_event(log_lines, msg)
+            })?;
+        pr_info!(
+            "gsp: <- {} ({}) seq={} sequence={} len={} elems={} result={}\n",
+            function::name(msg.function),
+            msg.function,
+            msg.seq_num,
+            msg.sequence,
+            msg.payload.len(),
+            msg.elem_count,
+            msg.rpc_result
+        );
+        check_function::<M>(&msg)?;
+        M::decode(&msg.payload)
     }
 
     /// Runs the bring-up sequence: system information and registry to the GSP, wait for
@@ -163,5 +149,24 @@ impl Gsp {
             info.fb_length >> 20
         );
         Ok(info)
+    }
+}
+
+/// Handles `msg` if it is an unasked log event, counting it in `log_lines`; returns
+/// whether it was one.
+fn handle_event(log_lines: &mut usize, msg: &GspMessage) -> bool {
+    match msg.function {
+        function::UCODE_LIBOS_PRINT | function::OS_ERROR_LOG => {
+            *log_lines += 1;
+            let text = core::str::from_utf8(&msg.payload).unwrap_or("<binary>");
+            pr_info!(
+                "gsp: <- {} seq={}: {}\n",
+                function::name(msg.function),
+                msg.seq_num,
+                text.trim_end()
+            );
+            true
+        }
+        _ => false,
     }
 }

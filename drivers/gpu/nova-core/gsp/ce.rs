@@ -21,7 +21,10 @@ use kernel::{
 
 use crate::{
     gsp::{
-        cmdq::Cmdq,
+        cmdq::{
+            Budget,
+            Cmdq, //
+        },
         commands::CeCopy,
         fw::{
             self,
@@ -182,17 +185,16 @@ impl CopyArena {
     /// # Errors
     ///
     /// - `EIO` if the GSP refused the copy; the barrier is then re-initialised.
-    /// - `ETIMEDOUT` if the acknowledgement or the last byte does not come within
-    ///   `timeout` each.
+    /// - `ETIMEDOUT` if the acknowledgement and the last byte do not both come within
+    ///   `timeout`, which covers the whole wait, however many other messages arrive
+    ///   meanwhile (they are dropped).
     /// - Any error of [`Cmdq::receive_msg`].
     pub fn finish_copy(&self, cmdq: &mut Cmdq, copy: CopyInFlight, timeout: Delta) -> Result {
         let barrier = self.barrier()?;
-        let ack = loop {
-            let msg = cmdq.receive_msg(timeout)?;
-            if msg.function == function::VGSP_CE_COPY && msg.sequence == copy.sequence {
-                break msg;
-            }
-        };
+        let mut budget = Budget::new(timeout);
+        let ack = cmdq.receive_msg_skipping(&mut budget, |msg| {
+            msg.function != function::VGSP_CE_COPY || msg.sequence != copy.sequence
+        })?;
         if ack.rpc_result != fw::NV_OK {
             // Nothing will land: disarm the barrier for the next copy.
             barrier.inval()?;
@@ -203,7 +205,7 @@ impl CopyArena {
             || Ok(barrier.test_wait_parity(copy.parity)?),
             |done| *done,
             POLL_INTERVAL,
-            timeout,
+            budget.left(),
         )?;
         Ok(())
     }

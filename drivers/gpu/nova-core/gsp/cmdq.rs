@@ -61,7 +61,7 @@
 //!
 //! | condition | errno | the element |
 //! |---|---|---|
-//! | nothing arrives in time (a GSP that stopped or never answers) | `ETIMEDOUT` | - |
+//! | nothing arrives in time (a GSP that stopped or never answers), or only messages the wait skips (events while a reply is awaited) | `ETIMEDOUT` | - |
 //! | GSP write pointer outside the ring (>= 63) | `EIO` | nothing consumed |
 //! | GSP write pointer moved backwards (fewer slots published than before) | `EIO` | nothing consumed |
 //! | `elemCount` 0, above 16, or above the published slots (also across the ring end) | `EIO` | every published slot dropped |
@@ -132,17 +132,23 @@ const SPIN_STEP: Delta = Delta::from_nanos(1);
 /// The sleep between looks after [`SPIN_BUDGET`] (`usleep_range(50, 100)` in a kernel):
 /// an idle wait wakes every 50 to 100 us instead of burning its CPU, and sees a message
 /// at most that late.
-const NAP: Delta = Delta::from_micros(50);
+pub const NAP: Delta = Delta::from_micros(50);
 
 /// A wait's timeout, whose clock starts only when a look first finds the queue not
 /// ready: a busy queue is served without reading the clock at all.
-struct Budget {
+///
+/// One budget covers a whole wait, however many messages it receives on the way: a
+/// caller that skips events (log lines, say) until its reply arrives keeps passing the
+/// same budget ([`Cmdq::receive_msg_within`]), so no stream of events can hold it
+/// beyond its timeout.
+pub(crate) struct Budget {
     timeout: Delta,
     start: Option<Instant>,
 }
 
 impl Budget {
-    fn new(timeout: Delta) -> Self {
+    /// Creates a budget of `timeout`; the clock starts at the first [`Budget::left`].
+    pub(crate) fn new(timeout: Delta) -> Self {
         Self {
             timeout,
             start: None,
@@ -150,7 +156,7 @@ impl Budget {
     }
 
     /// Returns what is left of the timeout, starting the clock at the first call.
-    fn left(&mut self) -> Delta {
+    pub(crate) fn left(&mut self) -> Delta {
         if self.timeout.as_nanos() <= 0 {
             return Delta::ZERO;
         }
@@ -777,9 +783,18 @@ impl Cmdq {
     ///
     /// See the table in the module documentation.
     pub fn receive_msg(&mut self, timeout: Delta) -> Result<GspMessage> {
+        self.receive_msg_within(&mut Budget::new(timeout))
+    }
+
+    /// [`Cmdq::receive_msg`], waiting only for what is left of `budget`, for a caller
+    /// whose one wait receives several messages.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cmdq::receive_msg`].
+    pub(crate) fn receive_msg_within(&mut self, budget: &mut Budget) -> Result<GspMessage> {
         self.last_fault = None;
-        let mut budget = Budget::new(timeout);
-        let available = self.wait_published(&mut budget)?;
+        let available = self.wait_published(budget)?;
         let mut payload = KVec::new();
         let head = self.receive_element(available, &mut payload)?;
         // `validate_header` checked both.
@@ -790,7 +805,7 @@ impl Cmdq {
         let mut elem_count = head.elem_count;
 
         while payload.len() < total {
-            let available = self.wait_published(&mut budget)?;
+            let available = self.wait_published(budget)?;
             let cont = self.receive_element(available, &mut payload)?;
             if cont.rpc.function != function::CONTINUATION_RECORD {
                 return Err(self.fault(EIO, "head not followed by its continuation"));
@@ -812,6 +827,34 @@ impl Cmdq {
             elem_count,
             payload,
         })
+    }
+
+    /// Receives messages within `budget` until one arrives that `skip` does not take,
+    /// and returns it; `skip` sees every message before (unasked events, say) and says
+    /// whether it handled it. The whole wait ends within `budget`, however many messages
+    /// are skipped.
+    ///
+    /// # Errors
+    ///
+    /// - `ETIMEDOUT` if the budget runs out, including while messages keep arriving that
+    ///   `skip` takes.
+    /// - Any other error of [`Cmdq::receive_msg`].
+    pub(crate) fn receive_msg_skipping(
+        &mut self,
+        budget: &mut Budget,
+        mut skip: impl FnMut(&GspMessage) -> bool,
+    ) -> Result<GspMessage> {
+        loop {
+            let msg = self.receive_msg_within(budget)?;
+            if !skip(&msg) {
+                return Ok(msg);
+            }
+            // A skipped message does not extend the wait; this also starts the clock if
+            // every look so far found a message.
+            if budget.left().is_zero() {
+                return Err(self.fault(ETIMEDOUT, "only skipped messages arrived in time"));
+            }
+        }
     }
 
     /// Receives the next message and decodes it as `M`.

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Waits that skip messages end within the caller's timeout: a GSP that keeps sending
+//! log lines and never answers cannot hold the bring-up's waits or a copy's wait.
+
+use core::sync::atomic::{
+    AtomicBool,
+    Ordering, //
+};
+
+use kernel::{
+    prelude::*,
+    time::{
+        delay::fsleep,
+        Delta, //
+    },
+    vdev::{
+        run_beside,
+        SimBar, //
+    },
+};
+use nova_core::gsp::{
+    regs::{
+        Bar0,
+        BAR0_SIZE,
+        NV_PGSP_QUEUE_HEAD, //
+    },
+    Gsp,
+};
+use vgsp::{
+    Progress,
+    Vgsp, //
+};
+
+use crate::fixture::gsp_view;
+
+/// How often the chatty GSP sends a log line.
+pub const LOG_EVERY: Delta = Delta::from_millis(10);
+/// How many lines it sends at most: 100 of them take 1 s, ten times the waits' timeout,
+/// so a wait that restarts its timeout after each line (the bug these cases pin) fails
+/// its bound instead of hanging the suite.
+pub const LOG_LINES: u32 = 100;
+
+/// Runs `f` with a freshly initialised driver beside a virtual GSP on its own thread
+/// that sends a `UCODE_LIBOS_PRINT` line every [`LOG_EVERY`], at most [`LOG_LINES`]
+/// of them, and never consumes a command. Returns what `f` returned and the number of
+/// lines the GSP sent, or its error.
+///
+/// `f` must not assert (see `gsp_thread::with_gsp_thread`).
+///
+/// # Errors
+///
+/// - `ENOMEM` if the shared memory or the BAR cannot be had.
+pub fn with_chatty_gsp<R>(
+    dev: &kernel::device::Device,
+    f: impl FnOnce(&mut Gsp, &Bar0) -> R,
+) -> Result<(R, Result<u32>)> {
+    let bar = SimBar::<BAR0_SIZE>::new(&[NV_PGSP_QUEUE_HEAD::OFFSET])?;
+    let mut gsp = Gsp::new(dev)?;
+    // SAFETY: The view is used only by the GSP thread, which `run_beside` joins before
+    // `gsp` (which owns the memory) is dropped.
+    let view = unsafe { gsp_view(&gsp.cmdq) };
+    let stop = AtomicBool::new(false);
+    let mut sent = 0;
+    let (chatted, r) = run_beside(
+        || {
+            let mut fw = Vgsp::new(view)?;
+            // ORDERING: `Acquire` pairs with the `Release` store below; it only hands over
+            // the stop request, the rings are ordered by their own barriers.
+            while !stop.load(Ordering::Acquire) && sent < LOG_LINES {
+                fsleep(LOG_EVERY);
+                fw.log(b"vgsp: still booting")?;
+                sent += 1;
+                // Only the queued line is sent: `step` consumes a command only when
+                // nothing is pending, and this loop stops stepping before that.
+                while !fw.outbox_empty() && fw.step()? == Progress::Worked {}
+            }
+            Ok(())
+        },
+        || {
+            let r = f(&mut gsp, bar.io());
+            // ORDERING: `Release` pairs with the `Acquire` load of the GSP thread.
+            stop.store(true, Ordering::Release);
+            r
+        },
+    );
+    Ok((r, chatted.map(|()| sent)))
+}
+
+/// The cases of the `nova_core_gsp_waits` suite.
+#[kunit_tests(nova_core_gsp_waits)]
+pub mod tests {
+    use kernel::{
+        prelude::*,
+        time::{
+            Delta,
+            Instant, //
+        },
+    };
+    use nova_core::gsp::{
+        ce::CopyArena,
+        cmdq::NAP,
+        commands::GspInitDone, //
+    };
+
+    use super::{
+        with_chatty_gsp,
+        LOG_EVERY, //
+    };
+
+    /// The caller's timeout in these cases.
+    const TIMEOUT: Delta = Delta::from_millis(100);
+    /// What a loaded machine may add to a wait beyond its timeout and the one nap the
+    /// wait may be in when its time runs out: the scheduler putting the waiting thread
+    /// back on a CPU. A regression (the timeout restarted after each line) takes the
+    /// GSP's 1 s of logging instead.
+    const SCHEDULING_SLACK: Delta = Delta::from_millis(20);
+
+    /// Asserts that a wait that took `took` ended within [`TIMEOUT`] and one nap, and
+    /// that the GSP logged meanwhile (`lines` received by the driver).
+    fn assert_ended_in_time(took: Delta, lines: usize) {
+        let bound = TIMEOUT.as_nanos() + NAP.as_nanos() + SCHEDULING_SLACK.as_nanos();
+        assert!(
+            took.as_nanos() >= TIMEOUT.as_nanos(),
+            "gave up early, after {} us",
+            took.as_nanos() / 1000
+        );
+        assert!(
+            took.as_nanos() <= bound,
+            "waited {} us, beyond the timeout plus one nap",
+            took.as_nanos() / 1000
+        );
+        // A line every 10 ms during a 100 ms wait: several, even on a loaded machine.
+        let expected = TIMEOUT.as_nanos() / LOG_EVERY.as_nanos() / 3;
+        let lines = i64::try_from(lines).unwrap_or(i64::MAX);
+        assert!(lines >= expected, "only {lines} log lines crossed the wait");
+    }
+
+    #[test]
+    fn a_gsp_that_keeps_logging_cannot_hold_a_wait_past_its_timeout() -> Result {
+        let ((result, took, lines), sent) = with_chatty_gsp(kernel::vdev::device()?, |gsp, _| {
+            let start = Instant::now();
+            let result = gsp.wait_for::<GspInitDone>(TIMEOUT).err();
+            (result, start.elapsed(), gsp.log_lines)
+        })?;
+        sent?;
+        assert_eq!(result, Some(ETIMEDOUT));
+        assert_ended_in_time(took, lines);
+        Ok(())
+    }
+
+    #[test]
+    fn a_gsp_that_keeps_logging_cannot_hold_a_copy_past_its_timeout() -> Result {
+        let dev = kernel::vdev::device()?;
+        let arena = CopyArena::new(dev, 4096)?;
+        let ((result, took, skipped), sent) = with_chatty_gsp(dev, |gsp, bar| {
+            let copy = match arena.start_copy(&mut gsp.cmdq, bar, 0, 2048, 1024, 1024) {
+                Ok(copy) => copy,
+                Err(e) => return (Some(e), Delta::ZERO, false),
+            };
+            let start = Instant::now();
+            let result = arena.finish_copy(&mut gsp.cmdq, copy, TIMEOUT).err();
+            let skipped = gsp.cmdq.last_fault() == Some("nothing published in time")
+                || gsp.cmdq.last_fault() == Some("only skipped messages arrived in time");
+            (result, start.elapsed(), skipped)
+        })?;
+        let sent = sent?;
+        assert_eq!(result, Some(ETIMEDOUT));
+        assert!(skipped, "the copy's wait ended for another reason");
+        // The copy's wait drops the lines without counting them: the GSP's count stands
+        // for them (the lines it sent while the wait ran, and a few before).
+        assert_ended_in_time(took, usize::try_from(sent).unwrap_or(usize::MAX));
+        Ok(())
+    }
+}
