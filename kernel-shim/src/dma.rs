@@ -11,6 +11,12 @@
 //! [`DmaView`] is the *device's* side of the same memory: the view a bus master (here,
 //! the virtual GSP firmware) has of it. Every access through it is bounds-checked, since
 //! the offsets it uses may come from the other agent.
+//!
+//! A test bench can attach a [`DmaReadObserver`] to an allocation
+//! ([`CoherentAllocation::set_read_observer`]), told of every
+//! [`CoherentAllocation::read_raw`] just before it copies: a simulated device that changes
+//! the memory between two of the driver's reads, as a hostile one could. This is ours,
+//! not upstream's API; no driver code uses it.
 
 use core::{
     marker::PhantomData,
@@ -65,6 +71,19 @@ unsafe impl<T: AsBytes, const N: usize> AsBytes for [T; N] {}
 /// A bus address as the device sees it.
 pub type DmaAddress = u64;
 
+/// Something told of the CPU's bulk reads of a [`CoherentAllocation`], as a device that
+/// watches the bus would be: a test bench's hostile device, which changes the memory
+/// between two of the driver's reads.
+///
+/// Ours, not upstream's API: for test benches only
+/// ([`CoherentAllocation::set_read_observer`]).
+pub trait DmaReadObserver: Send + Sync {
+    /// Called by [`CoherentAllocation::read_raw`] just before it copies the `len` bytes
+    /// starting `offset` bytes into the allocation; what the observer writes to the
+    /// memory (through a [`DmaView`]) is what the copy reads.
+    fn before_read(&self, offset: usize, len: usize);
+}
+
 /// An allocation of `count` values of `T` in memory coherent with a device.
 ///
 /// # Invariants
@@ -73,17 +92,20 @@ pub type DmaAddress = u64;
 /// `size` bytes for the life of the value. If `owned`, they are page-aligned, zeroed at
 /// allocation, and allocated by `env::alloc_coherent`, which this value frees; otherwise
 /// they are memory the device exposes ([`CoherentAllocation::from_device_memory`]).
+/// `read_observer`, if set, points to a live observer for the life of the value.
 pub struct CoherentAllocation<T: AsBytes + FromBytes> {
     cpu_addr: NonNull<T>,
     count: usize,
     size: usize,
     dma_handle: DmaAddress,
     owned: bool,
+    read_observer: Option<NonNull<dyn DmaReadObserver>>,
     _p: PhantomData<T>,
 }
 
 // SAFETY: The allocation is plain memory owned by the value; the accessors are volatile or
-// require the caller to uphold the sharing protocol.
+// require the caller to uphold the sharing protocol. The read observer, if any, is
+// `Send + Sync` and outlives the value (the contract of `set_read_observer`).
 unsafe impl<T: AsBytes + FromBytes + Send> Send for CoherentAllocation<T> {}
 // SAFETY: As above.
 unsafe impl<T: AsBytes + FromBytes + Sync> Sync for CoherentAllocation<T> {}
@@ -112,7 +134,7 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
         crate::model::register(ptr.as_ptr() as usize, size);
         // INVARIANT: freshly allocated by `alloc_coherent`: `size` bytes, zeroed and
         // page-aligned (so aligned for `T`, checked above), and `T: FromBytes` makes zero a
-        // valid value.
+        // valid value; no observer.
         Ok(Self {
             cpu_addr: ptr.cast::<T>(),
             count,
@@ -120,6 +142,7 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
             // CAST: addresses fit in 64 bits on every supported architecture.
             dma_handle: ptr.as_ptr() as usize as DmaAddress,
             owned: true,
+            read_observer: None,
             _p: PhantomData,
         })
     }
@@ -156,15 +179,31 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
             .filter(|&size| size <= isize::MAX as usize)
             .ok_or(EOVERFLOW)?;
         // INVARIANT: aligned (checked above) and valid for `size` bytes (guaranteed by the
-        // caller); not owned.
+        // caller); not owned; no observer.
         Ok(Self {
             cpu_addr: cpu_addr.cast::<T>(),
             count,
             size,
             dma_handle,
             owned: false,
+            read_observer: None,
             _p: PhantomData,
         })
+    }
+
+    /// Makes [`Self::read_raw`] call `observer` just before every copy, replacing any
+    /// observer set before.
+    ///
+    /// Ours, not upstream's API: for test benches that play a device changing the memory
+    /// between two of the driver's reads. Without an observer a read costs one test of an
+    /// `Option` more.
+    ///
+    /// # Safety
+    ///
+    /// `observer` must stay valid, at the same address, for as long as `self` exists.
+    pub unsafe fn set_read_observer(&mut self, observer: &(dyn DmaReadObserver + 'static)) {
+        // INVARIANT: the caller keeps `observer` alive and in place as long as `self`.
+        self.read_observer = Some(NonNull::from(observer));
     }
 
     /// Returns the number of values of `T` in the allocation.
@@ -262,6 +301,9 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
 
     /// Copies `dst.len()` bytes starting `offset` bytes into the allocation out to `dst`.
     ///
+    /// The read observer, if one is set ([`Self::set_read_observer`]), is called just
+    /// before the copy, once the range is checked.
+    ///
     /// # Errors
     ///
     /// - `EOVERFLOW` if the range leaves the allocation.
@@ -274,6 +316,12 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
     #[track_caller]
     pub unsafe fn read_raw(&self, offset: usize, dst: &mut [u8]) -> Result {
         let src = self.byte_range(offset, dst.len())?;
+        if let Some(observer) = self.read_observer {
+            // SAFETY: By the contract of `set_read_observer` the observer outlives `self`,
+            // and `DmaReadObserver: Sync` makes a shared reference to it usable from any
+            // thread.
+            unsafe { observer.as_ref() }.before_read(offset, dst.len());
+        }
         // SAFETY: `src` is valid for `dst.len()` bytes (checked above) and cannot overlap
         // `dst`, which the caller borrowed from elsewhere.
         unsafe { copy_in(src, dst.as_mut_ptr(), dst.len()) };

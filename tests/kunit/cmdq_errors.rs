@@ -7,20 +7,37 @@ use kernel::prelude::*;
 /// The cases of the `nova_core_gsp_cmdq_errors` suite.
 #[kunit_tests(nova_core_gsp_cmdq_errors)]
 pub mod tests {
-    use kernel::prelude::*;
+    use core::sync::atomic::{
+        AtomicBool,
+        AtomicUsize,
+        Ordering, //
+    };
+    use kernel::{
+        dma::{
+            CoherentAllocation,
+            DmaReadObserver,
+            DmaView, //
+        },
+        prelude::*,
+        time::Delta, //
+    };
     use nova_core::gsp::{
         commands::{
             Echo,
             GspInitDone, //
         },
         fw::{
+            self,
             function,
+            GspMem,
             GspMsgElement,
             GSPQ_OFFSET,
+            GSP_PAGE_SIZE,
             MAX_ELEMENT_PAYLOAD,
             MAX_RPC_PAYLOAD,
             MSGQ_READ_PTR_OFFSET,
-            MSGQ_WRITE_PTR_OFFSET, //
+            MSGQ_WRITE_PTR_OFFSET,
+            NV_OK, //
         },
     };
     use zerocopy::{
@@ -29,6 +46,7 @@ pub mod tests {
     };
 
     use crate::fixture::{
+        device_view,
         Pair,
         LONG,
         SHORT, //
@@ -59,10 +77,18 @@ pub mod tests {
         Ok(())
     }
 
-    /// Posts `el` in `slots` slots, expects `err`, then a valid message.
-    fn expect_rejected(pair: &mut Pair, el: &[u8], slots: u32, err: Error) -> Result {
+    /// Receives within `timeout` and expects the receive to fail with `err` and name
+    /// `reason` as its fault.
+    fn expect_refused(pair: &mut Pair, timeout: Delta, err: Error, reason: &str) {
+        assert_eq!(pair.cmdq.receive_msg(timeout).err(), Some(err));
+        assert_eq!(pair.cmdq.last_fault(), Some(reason));
+    }
+
+    /// Posts `el` in `slots` slots, expects `EIO` for `reason` with every published slot
+    /// consumed, then a valid message.
+    fn expect_rejected(pair: &mut Pair, el: &[u8], slots: u32, reason: &str) -> Result {
         pair.gsp.post_raw(el, slots)?;
-        assert_eq!(pair.cmdq.receive_msg(LONG).err(), Some(err));
+        expect_refused(pair, LONG, EIO, reason);
         let (_, rptr) = pair.cmdq.cpu_ptrs();
         assert_eq!(rptr, pair.gsp.gsp_ptrs().0);
         next_valid_arrives(pair)
@@ -73,7 +99,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let mut el = log_element(&pair, b"corrupt me")?;
         el[85] ^= 0x40;
-        expect_rejected(&mut pair, &el, 1, EIO)
+        expect_rejected(&mut pair, &el, 1, "bad checksum")
     }
 
     #[test]
@@ -83,7 +109,7 @@ pub mod tests {
         edit(&mut el, 1, |h| {
             h.rpc.signature = u32::from_le_bytes(*b"NOPE")
         });
-        expect_rejected(&mut pair, &el, 1, EIO)
+        expect_rejected(&mut pair, &el, 1, "bad RPC signature")
     }
 
     #[test]
@@ -91,7 +117,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let mut el = log_element(&pair, b"x")?;
         edit(&mut el, 1, |h| h.rpc.header_version = 0x0200_0000);
-        expect_rejected(&mut pair, &el, 1, EIO)
+        expect_rejected(&mut pair, &el, 1, "unsupported RPC header version")
     }
 
     #[test]
@@ -99,7 +125,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let mut el = log_element(&pair, b"x")?;
         edit(&mut el, 1, |h| h.elem_count = 0);
-        expect_rejected(&mut pair, &el, 1, EIO)
+        expect_rejected(&mut pair, &el, 1, "element count 0")
     }
 
     #[test]
@@ -107,7 +133,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let mut el = log_element(&pair, b"x")?;
         edit(&mut el, 1, |h| h.elem_count = 17);
-        expect_rejected(&mut pair, &el, 20, EIO)
+        expect_rejected(&mut pair, &el, 20, "element count above 16")
     }
 
     #[test]
@@ -115,7 +141,12 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let mut el = log_element(&pair, b"x")?;
         edit(&mut el, 1, |h| h.elem_count = 3);
-        expect_rejected(&mut pair, &el, 2, EIO)
+        expect_rejected(
+            &mut pair,
+            &el,
+            2,
+            "element count beyond the published slots",
+        )
     }
 
     #[test]
@@ -123,7 +154,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let mut el = log_element(&pair, b"x")?;
         edit(&mut el, 1, |h| h.rpc.length = 31);
-        expect_rejected(&mut pair, &el, 1, EIO)
+        expect_rejected(&mut pair, &el, 1, "RPC length below the RPC header")
     }
 
     #[test]
@@ -131,7 +162,12 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let mut el = log_element(&pair, b"short payload")?;
         edit(&mut el, 13, |h| h.rpc.length = 32 + 5000);
-        expect_rejected(&mut pair, &el, 1, EIO)
+        expect_rejected(
+            &mut pair,
+            &el,
+            1,
+            "RPC length inconsistent with the element count",
+        )
     }
 
     #[test]
@@ -139,7 +175,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         pair.view()
             .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 63)?;
-        assert_eq!(pair.cmdq.receive_msg(SHORT).err(), Some(EIO));
+        expect_refused(&mut pair, SHORT, EIO, "write pointer outside the ring");
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
         pair.view()
             .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 0)?;
@@ -168,6 +204,8 @@ pub mod tests {
             pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(),
             Some(EINVAL)
         );
+        // The receive itself succeeded: the typed check refused the function.
+        assert_eq!(pair.cmdq.last_fault(), Some("unknown function"));
         next_valid_arrives(&mut pair)
     }
 
@@ -179,6 +217,11 @@ pub mod tests {
         assert_eq!(
             pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(),
             Some(ERANGE)
+        );
+        // The receive itself succeeded: the typed check refused the function.
+        assert_eq!(
+            pair.cmdq.last_fault(),
+            Some("function not the one waited for")
         );
         next_valid_arrives(&mut pair)
     }
@@ -195,6 +238,8 @@ pub mod tests {
             pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(),
             Some(EINVAL)
         );
+        // The receive itself succeeded: the typed check refused the result.
+        assert_eq!(pair.cmdq.last_fault(), Some("reply reports an error"));
         next_valid_arrives(&mut pair)
     }
 
@@ -206,6 +251,11 @@ pub mod tests {
             .encode_element(function::GSP_INIT_DONE, 0, &[0; 2], 2)?;
         pair.gsp.post_raw(&el, 1)?;
         assert_eq!(pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(), Some(EIO));
+        // The receive itself succeeded: the `EIO` is the decoder's.
+        assert_eq!(
+            pair.cmdq.last_fault(),
+            Some("reply does not decode as its type")
+        );
         next_valid_arrives(&mut pair)
     }
 
@@ -229,7 +279,7 @@ pub mod tests {
         let el = pair
             .gsp
             .encode_element(function::CONTINUATION_RECORD, 0, b"orphan", 6)?;
-        expect_rejected(&mut pair, &el, 1, EIO)
+        expect_rejected(&mut pair, &el, 1, "continuation record without a head")
     }
 
     #[test]
@@ -242,7 +292,13 @@ pub mod tests {
         pair.gsp.post_raw(&head, 16)?;
         let intruder = log_element(&pair, b"intruder")?;
         pair.gsp.post_raw(&intruder, 1)?;
-        assert_eq!(pair.cmdq.receive_msg(LONG).err(), Some(EIO));
+        expect_refused(
+            &mut pair,
+            LONG,
+            EIO,
+            "head not followed by its continuation",
+        );
+        assert_eq!(pair.cmdq.cpu_ptrs(), (0, 17));
         next_valid_arrives(&mut pair)
     }
 
@@ -254,20 +310,219 @@ pub mod tests {
             .gsp
             .encode_element(function::NOP, 5, &chunk, MAX_ELEMENT_PAYLOAD + 100)?;
         pair.gsp.post_raw(&head, 16)?;
-        assert_eq!(pair.cmdq.receive_msg(SHORT).err(), Some(ETIMEDOUT));
+        expect_refused(&mut pair, SHORT, ETIMEDOUT, "nothing published in time");
+        // The head was consumed.
+        assert_eq!(pair.cmdq.cpu_ptrs(), (0, 16));
         next_valid_arrives(&mut pair)
     }
 
+    /// A GSP that rewrites an element in `gspq` just before the driver's `at`-th copy
+    /// out of the shared memory (counting from 1, once armed): a hostile device changing
+    /// the ring between two of the driver's reads.
+    ///
+    /// Its atomics are accessed `Relaxed`: the driver calls the observer on the test's
+    /// own thread; they are atomics only to make the observer `Sync`.
+    struct RewriteBeforeRead {
+        /// The device's view of the shared memory.
+        view: DmaView<'static>,
+        /// Where the element starts in the `gspq` ring, in bytes.
+        ring_pos: usize,
+        /// What the element becomes, header and payload.
+        replacement: KVec<u8>,
+        /// The copy the rewrite comes before.
+        at: usize,
+        /// Whether copies are counted.
+        armed: AtomicBool,
+        /// The copies counted.
+        reads: AtomicUsize,
+        /// Whether the element was rewritten.
+        rewritten: AtomicBool,
+    }
+
+    impl RewriteBeforeRead {
+        /// Starts counting copies.
+        fn arm(&self) {
+            self.armed.store(true, Ordering::Relaxed);
+        }
+
+        /// Stops counting copies; returns how many were counted.
+        fn disarm(&self) -> usize {
+            self.armed.store(false, Ordering::Relaxed);
+            self.reads.load(Ordering::Relaxed)
+        }
+
+        /// Returns whether the element was rewritten.
+        fn rewritten(&self) -> bool {
+            self.rewritten.load(Ordering::Relaxed)
+        }
+    }
+
+    impl DmaReadObserver for RewriteBeforeRead {
+        fn before_read(&self, _offset: usize, _len: usize) {
+            if !self.armed.load(Ordering::Relaxed)
+                || self.reads.fetch_add(1, Ordering::Relaxed) + 1 != self.at
+            {
+                return;
+            }
+            let written =
+                fw::for_each_ring_piece(self.ring_pos, self.replacement.len(), |off, range| {
+                    self.view.write_bytes(
+                        GSPQ_OFFSET + fw::slot_offset(0) + off,
+                        &self.replacement[range],
+                    )
+                });
+            self.rewritten.store(written.is_ok(), Ordering::Relaxed);
+        }
+    }
+
+    /// Returns a `UCODE_LIBOS_PRINT` element numbered `seq_num` carrying `payload`, sealed
+    /// as `Vgsp::encode_element` seals it.
+    fn sealed_log_element(seq_num: u32, payload: &[u8]) -> Result<KVec<u8>> {
+        let mut header = GspMsgElement::new(
+            seq_num,
+            function::UCODE_LIBOS_PRINT,
+            0,
+            payload.len(),
+            payload.len(),
+        );
+        header.rpc.rpc_result = NV_OK;
+        header.rpc.rpc_result_private = NV_OK;
+        header.seal(payload);
+        let mut el = KVec::new();
+        el.extend_from_slice(header.as_bytes(), GFP_KERNEL)?;
+        el.extend_from_slice(payload, GFP_KERNEL)?;
+        Ok(el)
+    }
+
+    /// What a receive gave when the GSP rewrote its element before one of the copies.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Outcome {
+        /// Changed before the first copy: the replacement, whole.
+        Replaced,
+        /// The original payload: the bytes the driver copied had not changed.
+        Unchanged,
+        /// Refused with `EIO` for the expected reason.
+        Refused,
+    }
+
+    /// The most copies a receive of one element may make: more, and it never ends.
+    const MAX_READS: usize = 16;
+
+    /// Has the GSP post a log line carrying `original` after `fill` one-slot lines, and
+    /// change it to one carrying `replacement` (sealed anew) just before the driver's
+    /// first copy out of the ring, then on a fresh pair before its second, and so on
+    /// until the receive makes no more copies. Checks every time that the caller gets
+    /// the bytes the driver checked or a refusal for `reason`, never a mix, and that the
+    /// next valid message arrives; returns what each receive gave.
+    fn rewrite_before_each_read(
+        fill: u32,
+        original: &[u8],
+        replacement: &[u8],
+        reason: &str,
+    ) -> Result<KVec<Outcome>> {
+        let mut outcomes = KVec::new();
+        let mut at = 0;
+        loop {
+            at += 1;
+            assert!(at <= MAX_READS, "a receive of one element keeps copying");
+            let mut mem = CoherentAllocation::<GspMem>::alloc_coherent(
+                kernel::vdev::device()?,
+                1,
+                GFP_KERNEL | __GFP_ZERO,
+            )?;
+            let gsp = RewriteBeforeRead {
+                // SAFETY: Only `mem`'s `read_raw` calls the observer, so the view is not used
+                // after `mem` is dropped.
+                view: unsafe { device_view(&mem) },
+                // CAST: `u32` to `usize`, lossless.
+                ring_pos: fill as usize * GSP_PAGE_SIZE,
+                replacement: sealed_log_element(fill, replacement)?,
+                at,
+                armed: AtomicBool::new(false),
+                reads: AtomicUsize::new(0),
+                rewritten: AtomicBool::new(false),
+            };
+            // SAFETY: `gsp` is declared before `pair`, which owns `mem`, so it is dropped
+            // after it, and it does not move.
+            unsafe { mem.set_read_observer(&gsp) };
+            let mut pair = Pair::new_in(mem)?;
+            for _ in 0..fill {
+                let el = log_element(&pair, b"fill")?;
+                pair.gsp.post_raw(&el, 1)?;
+                pair.cmdq.receive_msg(LONG)?;
+            }
+            let el = sealed_log_element(fill, original)?;
+            // The element is the one the GSP itself would send.
+            assert!(el[..] == log_element(&pair, original)?[..]);
+            pair.gsp.post_raw(&el, fw::elem_count_for(original.len()))?;
+
+            gsp.arm();
+            let result = pair.cmdq.receive_msg(LONG);
+            let reads = gsp.disarm();
+            if reads < at {
+                // No copy left to precede: the receive ran undisturbed.
+                assert!(!gsp.rewritten());
+                assert!(matches!(&result, Ok(msg) if msg.payload[..] == original[..]));
+                return Ok(outcomes);
+            }
+            assert!(gsp.rewritten());
+            let outcome = match result {
+                Ok(msg) if at == 1 => {
+                    assert!(msg.payload[..] == replacement[..]);
+                    Outcome::Replaced
+                }
+                Ok(msg) => {
+                    assert!(msg.payload[..] == original[..]);
+                    Outcome::Unchanged
+                }
+                Err(e) => {
+                    assert_eq!(e, EIO);
+                    assert_eq!(pair.cmdq.last_fault(), Some(reason));
+                    Outcome::Refused
+                }
+            };
+            outcomes.push(outcome, GFP_KERNEL)?;
+            assert_eq!(pair.cmdq.cpu_ptrs().1, pair.gsp.gsp_ptrs().0);
+            next_valid_arrives(&mut pair)?;
+        }
+    }
+
     #[test]
-    fn payload_is_a_copy_the_gsp_cannot_change() -> Result {
-        let mut pair = Pair::new()?;
-        let el = log_element(&pair, b"validated bytes")?;
-        pair.gsp.post_raw(&el, 1)?;
-        let msg = pair.cmdq.receive_msg(LONG)?;
-        // The GSP scribbles over the slot after the driver consumed it.
-        pair.view()
-            .write_bytes(GSPQ_OFFSET + 0x1000 + 80, b"SCRIBBLED!!!!!!")?;
-        assert!(msg.payload[..] == b"validated bytes"[..]);
+    fn a_payload_changed_between_header_and_payload_reads_is_refused() -> Result {
+        let outcomes =
+            rewrite_before_each_read(0, b"validated bytes", b"SCRIBBLED bytes", "bad checksum")?;
+        // Copied before the header: the new element, valid. Before the payload: the new
+        // payload does not match the checksum of the header already copied.
+        assert_eq!(outcomes[..], [Outcome::Replaced, Outcome::Refused]);
+        Ok(())
+    }
+
+    #[test]
+    fn an_rpc_length_changed_after_the_header_read_is_ignored() -> Result {
+        // The new element announces more bytes, and starts with the old payload.
+        let outcomes = rewrite_before_each_read(
+            0,
+            b"validated bytes",
+            b"validated bytes, and then some",
+            "bad checksum",
+        )?;
+        // Before the payload copy: the driver copies only the length of the header it
+        // checked, and those bytes did not change.
+        assert_eq!(outcomes[..], [Outcome::Replaced, Outcome::Unchanged]);
+        Ok(())
+    }
+
+    #[test]
+    fn a_wrapping_payload_changed_between_its_two_reads_is_refused() -> Result {
+        // At slot 62 an element of two slots: its payload runs on at slot 0, and is
+        // copied in two pieces.
+        let original = Pair::pattern(GSP_PAGE_SIZE, 1)?;
+        let replacement = Pair::pattern(GSP_PAGE_SIZE, 2)?;
+        let outcomes = rewrite_before_each_read(62, &original, &replacement, "bad checksum")?;
+        assert_eq!(
+            outcomes[..],
+            [Outcome::Replaced, Outcome::Refused, Outcome::Refused]
+        );
         Ok(())
     }
 
@@ -282,11 +537,7 @@ pub mod tests {
         // Two slots were published and not yet consumed; the GSP takes one back.
         pair.view()
             .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 2)?;
-        assert_eq!(pair.cmdq.receive_msg(SHORT).err(), Some(EIO));
-        assert_eq!(
-            pair.cmdq.last_fault(),
-            Some("write pointer moved backwards")
-        );
+        expect_refused(&mut pair, SHORT, EIO, "write pointer moved backwards");
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 1));
         pair.view()
             .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 3)?;
@@ -302,8 +553,17 @@ pub mod tests {
         edit(&mut el, 1, |h| {
             h.rpc.length = 32 + MAX_ELEMENT_PAYLOAD as u32 + 1
         });
-        expect_rejected(&mut pair, &el, 1, EIO)?;
-        Ok(())
+        expect_rejected(&mut pair, &el, 1, "RPC length beyond the element")
+    }
+
+    #[test]
+    fn rpc_length_above_the_largest_rpc_is_eio() -> Result {
+        let mut pair = Pair::new()?;
+        let mut el = log_element(&pair, b"x")?;
+        edit(&mut el, 1, |h| {
+            h.rpc.length = 32 + MAX_RPC_PAYLOAD as u32 + 1
+        });
+        expect_rejected(&mut pair, &el, 1, "RPC length above the largest RPC")
     }
 
     #[test]
@@ -316,11 +576,7 @@ pub mod tests {
         let mut again = log_element(&pair, b"replayed")?;
         edit(&mut again, 8, |h| h.seq_num = 0);
         pair.gsp.post_raw(&again, 1)?;
-        assert_eq!(pair.cmdq.receive_msg(LONG).err(), Some(EIO));
-        assert_eq!(
-            pair.cmdq.last_fault(),
-            Some("element sequence number went back")
-        );
+        expect_refused(&mut pair, LONG, EIO, "element sequence number went back");
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 2));
         next_valid_arrives(&mut pair)
     }
@@ -337,10 +593,29 @@ pub mod tests {
             .gsp
             .encode_element(function::CONTINUATION_RECORD, 6, &chunk[..10], 10)?;
         pair.gsp.post_raw(&cont, 1)?;
-        assert_eq!(pair.cmdq.receive_msg(LONG).err(), Some(EIO));
-        assert_eq!(
-            pair.cmdq.last_fault(),
-            Some("continuation record of another RPC")
+        expect_refused(&mut pair, LONG, EIO, "continuation record of another RPC");
+        assert_eq!(pair.cmdq.cpu_ptrs(), (0, 17));
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn continuation_records_longer_than_the_rpc_are_eio() -> Result {
+        let mut pair = Pair::new()?;
+        let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 9)?;
+        let head = pair
+            .gsp
+            .encode_element(function::NOP, 5, &chunk, MAX_ELEMENT_PAYLOAD + 10)?;
+        pair.gsp.post_raw(&head, 16)?;
+        // Twenty bytes where ten are left to come.
+        let cont = pair
+            .gsp
+            .encode_element(function::CONTINUATION_RECORD, 5, &chunk[..20], 20)?;
+        pair.gsp.post_raw(&cont, 1)?;
+        expect_refused(
+            &mut pair,
+            LONG,
+            EIO,
+            "continuation records longer than the RPC",
         );
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 17));
         next_valid_arrives(&mut pair)
@@ -358,10 +633,11 @@ pub mod tests {
         let mut el = log_element(&pair, b"x")?;
         edit(&mut el, 1, |h| h.elem_count = 5);
         pair.gsp.post_raw(&el, 3)?;
-        assert_eq!(pair.cmdq.receive_msg(LONG).err(), Some(EIO));
-        assert_eq!(
-            pair.cmdq.last_fault(),
-            Some("element count beyond the published slots")
+        expect_refused(
+            &mut pair,
+            LONG,
+            EIO,
+            "element count beyond the published slots",
         );
         // Every published slot was dropped: the read pointer wrapped to 0.
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
@@ -375,8 +651,7 @@ pub mod tests {
             .cmdq
             .send_command(pair.bar.bar(), &Echo(b"are you there"))?;
         // The GSP does not run.
-        assert_eq!(pair.cmdq.receive_msg(SHORT).err(), Some(ETIMEDOUT));
-        assert_eq!(pair.cmdq.last_fault(), Some("nothing published in time"));
+        expect_refused(&mut pair, SHORT, ETIMEDOUT, "nothing published in time");
         // It comes back: the late reply arrives, then the queue goes on.
         pair.gsp_run()?;
         let reply = pair.cmdq.receive_msg(LONG)?;
@@ -390,17 +665,85 @@ pub mod tests {
         Ok(())
     }
 
+    /// Makes a valid encoded element malformed, in place.
+    type Corrupt = fn(&mut [u8]);
+
     #[test]
     fn every_refusal_names_its_reason() -> Result {
+        // Each malformed one-byte log line, the slots it is posted in, and its reason.
+        let classes: [(Corrupt, u32, &str); 11] = [
+            (|el| el[80] ^= 0x40, 1, "bad checksum"),
+            (
+                |el| edit(el, 1, |h| h.rpc.signature = 0),
+                1,
+                "bad RPC signature",
+            ),
+            (
+                |el| edit(el, 1, |h| h.rpc.header_version = 0x0200_0000),
+                1,
+                "unsupported RPC header version",
+            ),
+            (|el| edit(el, 1, |h| h.elem_count = 0), 1, "element count 0"),
+            (
+                |el| edit(el, 1, |h| h.elem_count = 17),
+                20,
+                "element count above 16",
+            ),
+            (
+                |el| edit(el, 1, |h| h.elem_count = 3),
+                2,
+                "element count beyond the published slots",
+            ),
+            (
+                |el| edit(el, 1, |h| h.rpc.length = 31),
+                1,
+                "RPC length below the RPC header",
+            ),
+            (
+                |el| {
+                    edit(el, 1, |h| {
+                        h.rpc.length = 32 + MAX_ELEMENT_PAYLOAD as u32 + 1
+                    })
+                },
+                1,
+                "RPC length beyond the element",
+            ),
+            (
+                |el| edit(el, 1, |h| h.rpc.length = 32 + MAX_RPC_PAYLOAD as u32 + 1),
+                1,
+                "RPC length above the largest RPC",
+            ),
+            (
+                |el| edit(el, 1, |h| h.rpc.length = 32 + 5000),
+                1,
+                "RPC length inconsistent with the element count",
+            ),
+            (
+                |el| edit(el, 1, |h| h.rpc.function = function::CONTINUATION_RECORD),
+                1,
+                "continuation record without a head",
+            ),
+        ];
+        let mut pair = Pair::new()?;
+        // Back to back, with no valid message between: each reason is its own refusal's.
+        for (corrupt, slots, reason) in classes {
+            let mut el = log_element(&pair, b"x")?;
+            corrupt(&mut el);
+            pair.gsp.post_raw(&el, slots)?;
+            expect_refused(&mut pair, LONG, EIO, reason);
+        }
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn a_received_message_clears_the_last_fault() -> Result {
         let mut pair = Pair::new()?;
         let mut el = log_element(&pair, b"corrupt me")?;
         el[85] ^= 0x40;
-        expect_rejected(&mut pair, &el, 1, EIO)?;
-        // `expect_rejected` received a valid message after: the reason is cleared.
-        assert_eq!(pair.cmdq.last_fault(), None);
         pair.gsp.post_raw(&el, 1)?;
-        assert_eq!(pair.cmdq.receive_msg(LONG).err(), Some(EIO));
-        assert_eq!(pair.cmdq.last_fault(), Some("bad checksum"));
+        expect_refused(&mut pair, LONG, EIO, "bad checksum");
+        next_valid_arrives(&mut pair)?;
+        assert_eq!(pair.cmdq.last_fault(), None);
         Ok(())
     }
 }

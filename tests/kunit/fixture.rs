@@ -15,6 +15,7 @@ use kernel::{
 };
 use nova_core::gsp::{
     cmdq::Cmdq,
+    fw::GspMem,
     regs::{
         Bar0,
         BAR0_SIZE, //
@@ -93,7 +94,22 @@ impl Pair {
     ///
     /// - `ENOMEM` if memory cannot be had.
     pub fn new() -> Result<Self> {
-        let cmdq = Cmdq::new(kernel::vdev::device()?)?;
+        Self::with_cmdq(Cmdq::new(kernel::vdev::device()?)?)
+    }
+
+    /// Creates the pair on `mem`, an allocation the caller prepared (with a read observer,
+    /// say), both sides freshly reset.
+    ///
+    /// # Errors
+    ///
+    /// - `EOVERFLOW` if `mem` is smaller than a [`GspMem`].
+    /// - `ENOMEM` if memory cannot be had.
+    pub fn new_in(mem: CoherentAllocation<GspMem>) -> Result<Self> {
+        Self::with_cmdq(Cmdq::new_in(mem)?)
+    }
+
+    /// Pairs `cmdq` with a virtual GSP on its memory, and a BAR0.
+    fn with_cmdq(cmdq: Cmdq) -> Result<Self> {
         // SAFETY: `gsp` is dropped before `cmdq`: both live in the returned `Pair`, and
         // fields drop in declaration order.
         let gsp = Vgsp::new(unsafe { gsp_view(&cmdq) })?;
