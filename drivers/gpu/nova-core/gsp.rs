@@ -17,7 +17,6 @@ use kernel::{
 
 use crate::gsp::{
     cmdq::{
-        check_function,
         Budget,
         Cmdq,
         CommandToGsp,
@@ -119,8 +118,7 @@ impl Gsp {
             msg.elem_count,
             msg.rpc_result
         );
-        check_function::<M>(&msg)?;
-        M::decode(&msg.payload)
+        self.cmdq.decode_reply(&msg)
     }
 
     /// Runs the bring-up sequence: system information and registry to the GSP, wait for

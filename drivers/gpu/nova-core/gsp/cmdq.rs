@@ -867,26 +867,26 @@ impl Cmdq {
     /// - Any error of [`Cmdq::receive_msg`] or [`MessageFromGsp::decode`].
     pub fn wait_for_msg<M: MessageFromGsp>(&mut self, timeout: Delta) -> Result<M> {
         let msg = self.receive_msg(timeout)?;
-        check_function::<M>(&msg)?;
-        M::decode(&msg.payload)
+        self.decode_reply(&msg)
     }
-}
 
-/// Checks that `msg` is a successful `M`.
-///
-/// # Errors
-///
-/// As [`Cmdq::wait_for_msg`].
-pub fn check_function<M: MessageFromGsp>(msg: &GspMessage) -> Result {
-    if msg.function != M::FUNCTION {
-        return Err(if is_known_function(msg.function) {
-            ERANGE
-        } else {
-            EINVAL
-        });
+    /// Decodes `msg`, a message received whole, as `M`, recording the reason of a
+    /// refusal as [`Cmdq::last_fault`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Cmdq::wait_for_msg`], less the receive's own.
+    pub fn decode_reply<M: MessageFromGsp>(&mut self, msg: &GspMessage) -> Result<M> {
+        if msg.function != M::FUNCTION {
+            return Err(if is_known_function(msg.function) {
+                self.fault(ERANGE, "function not the one waited for")
+            } else {
+                self.fault(EINVAL, "unknown function")
+            });
+        }
+        if msg.rpc_result != fw::NV_OK {
+            return Err(self.fault(EINVAL, "reply reports an error"));
+        }
+        M::decode(&msg.payload).map_err(|e| self.fault(e, "reply does not decode as its type"))
     }
-    if msg.rpc_result != fw::NV_OK {
-        return Err(EINVAL);
-    }
-    Ok(())
 }
