@@ -28,8 +28,42 @@ START=$SECONDS
 ARCHES=("$@")
 [ ${#ARCHES[@]} -gt 0 ] || ARCHES=(x86_64 arm64)
 
-say() { printf '==== [%4ds] %s\n' "$((SECONDS - START))" "$*"; }
-fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
+# What the tier is doing (`say`), and whether `fail` reported the failure in this shell.
+DOING="starting"
+REPORTED=0
+
+say() { DOING=$*; printf '==== [%4ds] %s\n' "$((SECONDS - START))" "$*"; }
+fail() {
+    printf 'FAIL: %s\n' "$*" >&2
+    [ "$BASHPID" != "$$" ] || REPORTED=1
+    exit 1
+}
+
+# A failure that no `fail` reported (a command failing outside any check, under `set -e`
+# or `pipefail`) still says where the tier stopped.
+finish() {
+    local rc=$?
+    ((rc == 0 || REPORTED)) || printf 'FAIL: kernel tier: exit status %d after "%s"\n' "$rc" "$DOING" >&2
+}
+trap finish EXIT
+
+# Prints the compiler warnings and errors (objtool's excepted) of the build logs "$@",
+# with their context, and returns 0 if there is one; returns 1 if there is none.
+#
+# No `grep | head -n 5 | grep -q .` here: under pipefail, head's early exit kills the
+# grep before it by SIGPIPE, the pipeline fails, and a build with more than a few
+# warnings would read as clean.
+has_build_warnings() {
+    local found rc=0 context
+    found=$(grep -HE '^(warning|error)(\[|:)' "$@") || rc=$?
+    ((rc <= 1)) || fail "cannot read the build logs $*"
+    [ -n "$found" ] || return 1
+    found=$(grep -v objtool <<<"$found") || return 1
+    printf '%d compiler warnings or errors:\n' "$(wc -l <<<"$found")"
+    context=$(grep -HE -A8 '^(warning|error)(\[|:)' "$@") || true
+    sed -n '1,60p' <<<"$context"
+    return 0
+}
 
 # Runs "$@" with output to LOG, printing what it is doing every 30 s.
 run_logged() {
@@ -90,14 +124,19 @@ for f in drivers/gpu/nova-core/gsp/cmdq.rs:'NOVA-CORE GSP COMMAND QUEUE' \
     printf '  %s: %s\n' "${f%%:*}" "$(head -n1 <<<"$out")"
 done
 
-# The suites the boot must report: the project's, and the kernel's Rust doctests.
-mapfile -t SUITES < <(sed -n 's/^#\[kunit_tests(\([a-z0-9_]*\))\]/\1/p' tests/kunit/*.rs | sort)
-SUITES+=(rust_doctests_kernel)
-
-# The runner, the ivshmem server and the host GSP process.
-say "building the ivshmem server, the host GSP process and the runner"
-cargo build --release -q -p vgsp-ivshmem --bins || fail "cargo build -p vgsp-ivshmem"
+# The runner, the ivshmem server and the host GSP process; and vgsp-host, for the list
+# of the suites.
+say "building the ivshmem server, the host GSP process, the runner and vgsp-host"
+cargo build --release -q -p vgsp-ivshmem -p vgsp-host --bins || fail "cargo build -p vgsp-ivshmem -p vgsp-host"
 RUNNER=$REPO/target/release/vgsp-qemu
+
+# The suites the boot must report: the project's as its code lists them, the kernel-only
+# ones included (a host test checks the list against tests/kunit, so a renamed suite
+# cannot drop out), and the kernel's Rust doctests.
+suites=$("$REPO/target/release/vgsp-host" --list-suites --kernel) || fail "vgsp-host --list-suites --kernel"
+[ -n "$suites" ] || fail "vgsp-host --list-suites --kernel lists no suite"
+mapfile -t SUITES <<<"$suites"
+SUITES+=(rust_doctests_kernel)
 
 tier() {
     local arch=$1 build=$CACHE/build-$1 qemu image makearch qemu_args console
@@ -141,10 +180,10 @@ tier() {
     fi
     say "$arch: building $image with the driver, the virtual GSP and the suites (cold: about 6 minutes)"
     run_logged "$build/build.log" "$arch $(basename "$image")" "${kmake[@]}" "$(basename "$image")" ||
-        { grep -E 'error|warning' -A5 "$build/build.log" | head -n 60; fail "$arch: kernel build (log: $build/build.log)"; }
-    if grep -E '^(warning|error)(\[|:)' "$build/build.log" "$build/build-rust.log" | grep -v 'objtool' | head -n 5 | grep -q .; then
-        grep -E '^(warning|error)(\[|:)' -A8 "$build/build.log" | head -n 40
-        fail "$arch: the Rust build printed warnings (log: $build/build.log)"
+        { { grep -E 'error|warning' -A5 "$build/build.log" || true; } | head -n 60
+          fail "$arch: kernel build (log: $build/build.log)"; }
+    if has_build_warnings "$build/build-rust.log" "$build/build.log"; then
+        fail "$arch: the Rust build printed warnings (logs: $build/build-rust.log, $build/build.log)"
     fi
     say "$arch: built in $((SECONDS - t)) s"
 
@@ -160,7 +199,7 @@ tier() {
     local kunit_py=$TREE/tools/testing/kunit/kunit.py out
     out=$(python3 "$kunit_py" parse "$build/boot.log" 2>&1) ||
         { echo "$out" | tail -n 40; fail "$arch: kunit.py reports failures (log: $build/boot.log)"; }
-    echo "$out" | grep -E '^\[.*\] (=+ \[(PASSED|FAILED|SKIPPED)\] .* =+|Testing complete)' | sed 's/^\[[^]]*\] /  /'
+    sed -nE '/^\[.*\] (=+ \[(PASSED|FAILED|SKIPPED)\] .* =+|Testing complete)/s/^\[[^]]*\] /  /p' <<<"$out"
     for s in "${SUITES[@]}"; do
         grep -qP "(?<!not )\bok [0-9]+ $s\b" "$build/boot.log" || fail "$arch: suite $s did not pass (log: $build/boot.log)"
     done

@@ -1,26 +1,27 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The test command. Runs, in order, failing loudly at the first problem:
+# The test command. Runs, in order, failing loudly at the first problem (every failure,
+# whatever the command that failed, prints `FAIL:` with the step's name and then the
+# summary line `tests: N passed, 1 failed`):
 #   1. style: rustfmt and clippy (-D warnings);
 #   2. host (x86_64): every cargo test of the workspace, the 100 000-command
 #      end-to-end test included;
 #   3. `cargo run --release`: the bring-up transcript and the KUnit suites as
 #      KTAP, which the kernel's own `tools/testing/kunit/kunit.py parse` must
 #      accept with every suite present and passing;
-#   4. no_std: the driver and the virtual GSP built for aarch64-unknown-none
-#      (core + alloc only) with Debian's rustc-web;
-#   5. ordering: the loom scenarios of the real driver and virtual GSP, each
+#   4. ordering: the loom scenarios of the real driver and virtual GSP, each
 #      execution decided by the Linux DMA contract checker, the seed's pre-fix
-#      barrier placement failing as a regression test, every barrier mutant
-#      killed (`cargo xtask ordering-mutants`), and the mbarrier used by three
-#      agents at once under loom;
+#      barrier placement failing as a regression test, the mbarrier used by three
+#      agents at once under loom, and every barrier mutant killed
+#      (`cargo xtask ordering-mutants`);
+#   5. no_std: the driver and the virtual GSP built for aarch64-unknown-none
+#      (core + alloc only) with Debian's rustc-web;
 #   6. aarch64: the same tests cross-built for aarch64-unknown-linux-gnu and run
 #      under qemu-aarch64, the barrier instructions checked in the binary, and
-#      the aarch64 KTAP through kunit.py.
-#
+#      the aarch64 KTAP through kunit.py;
 #   7. fuzz: each cargo-fuzz target (tests/fuzz) for ${VGSP_FUZZ_SECONDS:-20} s
-#      from the committed seed corpus, with nightly;
+#      from the committed seed corpus (if the target has one), with nightly;
 #   8. kernel: tests/kernel.sh — Linux 6.12 with the project dropped in, built
 #      and booted under QEMU on x86_64 and arm64 with two CPUs; every KUnit
 #      suite (the ones above, an end-to-end suite with the virtual GSP on a
@@ -33,7 +34,7 @@
 # It installs the Debian packages it needs when run as root, and caches what
 # it builds outside the checkout, under ${VGSP_CACHE:-~/.cache/vgsp}.
 
-set -euo pipefail
+set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 
 HOST_ONLY=0
@@ -48,13 +49,56 @@ done
 
 CACHE=${VGSP_CACHE:-$HOME/.cache/vgsp}
 PASSED=0
-# The suites a host run reports: not the kernel-only ones (`#![cfg(CONFIG_RUST)]`).
-mapfile -t SUITES < <(grep -L '^#!\[cfg(CONFIG_RUST)\]' tests/kunit/*.rs | xargs sed -n 's/^#\[kunit_tests(\([a-z0-9_]*\))\]/\1/p')
-((${#SUITES[@]} >= 5)) || { echo "FAIL: cannot list the KUnit suites of tests/kunit" >&2; exit 1; }
+# The KUnit suites every KTAP must report passing, from `vgsp-host --list-suites` (the
+# KTAP step).
+SUITES=()
+# The step running, for the failure message; `step` sets it.
+CURRENT_STEP="setup: packages, rustfmt and clippy, kunit.py"
+# The last command that failed (the ERR trap), for a failure no `fail` reported.
+FAILED_AT=""
+# Set when `fail` reported the failure in this shell.
+REPORTED=0
 
-step() { printf '\n==== [%4ds] %s\n' "$SECONDS" "$*"; }
+step() { CURRENT_STEP=$*; printf '\n==== [%4ds] %s\n' "$SECONDS" "$*"; }
 pass() { PASSED=$((PASSED + 1)); printf '==== [%4ds] ok: %s\n' "$SECONDS" "$*"; }
-fail() { printf '\nFAIL: %s\n' "$*" >&2; printf 'tests: %d passed, 1 failed\n' "$PASSED"; exit 1; }
+
+# Fails the current step with a reason; the EXIT trap then prints the summary line. In a
+# subshell (`$(...)`) it prints the reason and ends the subshell, and the command that
+# ran the subshell then fails the step in the script's own shell.
+fail() {
+    printf '\nFAIL: %s (step: %s)\n' "$*" "$CURRENT_STEP" >&2
+    [ "$BASHPID" != "$$" ] || REPORTED=1
+    exit 1
+}
+
+# Every way out of a failed run comes here: a `fail`, and just as well a command that
+# fails outside any check (`set -e`), a pipeline (`pipefail`) or an unset variable. It
+# names the step if `fail` did not, and prints the summary line, once.
+finish() {
+    local rc=$?
+    ((rc != 0)) || return 0
+    ((REPORTED)) ||
+        printf '\nFAIL: %s (%sexit status %d)\n' "$CURRENT_STEP" "${FAILED_AT:+$FAILED_AT: }" "$rc" >&2
+    printf 'tests: %d passed, 1 failed\n' "$PASSED"
+}
+trap 'FAILED_AT="line $LINENO: $BASH_COMMAND"' ERR
+trap finish EXIT
+
+# Runs a command with its whole output in a log, showing the lines a grep option and
+# pattern choose: `-e PATTERN` the matching ones, `-v PATTERN` the others. Returns the
+# command's exit status, after the end of the log if it failed.
+#
+# Not a bare `cmd | tee log | grep` under pipefail: there a grep that matches nothing
+# ends the script on that line, as does a failing cmd, before any `fail`. Here the filter
+# always succeeds and reads to the end (tee gets no SIGPIPE), so the pipeline's status is
+# the command's.
+logged() {
+    local log=$1 opt=$2 pattern=$3 rc=0
+    shift 3
+    "$@" 2>&1 | tee "$log" | { grep --line-buffered -E "$opt" "$pattern" || true; } || rc=$?
+    ((rc == 0)) || { echo "---- exit status $rc; the end of $log:"; tail -n 30 "$log"; }
+    return "$rc"
+}
 
 # Installs Debian packages, one by one if apt cannot resolve them together.
 apt_install() {
@@ -96,7 +140,7 @@ kunit_py() {
     local dir="$CACHE/linux-6.12-kunit"
     if [ ! -f "$dir/tools/testing/kunit/kunit.py" ]; then
         local tarball
-        tarball=$(ls /usr/src/linux-source-6.12*.tar.xz 2>/dev/null | head -n1)
+        tarball=$(ls /usr/src/linux-source-6.12*.tar.xz 2>/dev/null | head -n1) || true
         [ -n "$tarball" ] || fail "no /usr/src/linux-source-6.12*.tar.xz; install linux-source-6.12"
         step "unpacking tools/testing/kunit from $tarball (once)" >&2
         mkdir -p "$dir.tmp"
@@ -133,10 +177,18 @@ pass "style"
 
 step "host x86_64: cargo test --workspace"
 cargo test --workspace || fail "host tests"
+# The shim's barrier counters are a benchmark feature no other test turns on: with them,
+# the backend test also checks that each `dma_mb` runs the instruction of its flavour.
+cargo test -p kernel-shim --features dma-mb-stats --test host_backend || fail "host tests (dma-mb-stats)"
 pass "host tests"
 
 step "cargo run --release: bring-up transcript, then KTAP through kunit.py"
 cargo run --release >target/host.ktap || fail "cargo run --release exited non-zero"
+# The program's own list of the suites it runs, so that a renamed suite cannot drop out
+# of the check (a host test checks the list against tests/kunit).
+suites=$(cargo run --release -q -- --list-suites) || fail "vgsp-host --list-suites"
+[ -n "$suites" ] || fail "vgsp-host --list-suites lists no suite"
+mapfile -t SUITES <<<"$suites"
 check_ktap target/host.ktap "host x86_64"
 pass "bring-up and KTAP (x86_64)"
 
@@ -146,19 +198,19 @@ if ((HOST_ONLY)); then
 fi
 
 step "ordering: loom scenarios + DMA contract checker, seed regression (--cfg loom)"
-RUSTFLAGS="--cfg loom" cargo test -p vgsp-model --release --test ordering --target-dir target/model \
-    -- --test-threads=1 --nocapture 2>&1 | tee target/ordering.log | grep -E 'loom executions|test result|FAILED|panicked'
-[ "${PIPESTATUS[0]}" = 0 ] || fail "ordering scenarios (see target/ordering.log)"
+logged target/ordering.log -e 'loom executions|test result|FAILED|panicked' \
+    env RUSTFLAGS="--cfg loom" cargo test -p vgsp-model --release --test ordering --target-dir target/model \
+    -- --test-threads=1 --nocapture || fail "ordering scenarios (see target/ordering.log)"
 pass "ordering scenarios"
 
 step "ordering: the mbarrier with three agents under loom (--cfg loom)"
-RUSTFLAGS="--cfg loom" cargo test -p vgsp-model --release --test mbarrier --target-dir target/model 2>&1 |
-    tee target/mbarrier-loom.log | grep -E 'test result|FAILED|panicked'
-[ "${PIPESTATUS[0]}" = 0 ] || fail "mbarrier under loom (see target/mbarrier-loom.log)"
+logged target/mbarrier-loom.log -e 'test result|FAILED|panicked' \
+    env RUSTFLAGS="--cfg loom" cargo test -p vgsp-model --release --test mbarrier --target-dir target/model ||
+    fail "mbarrier under loom (see target/mbarrier-loom.log)"
 pass "mbarrier under loom"
 
 step "ordering: barrier mutants (cargo xtask ordering-mutants)"
-cargo xtask ordering-mutants | tee target/mutants.log | grep -vE '^ {10}by ' ||
+logged target/mutants.log -v '^ {10}by ' cargo xtask ordering-mutants ||
     fail "a barrier mutant survived, or the tool failed (see target/mutants.log)"
 grep -qE '^ordering mutants: ([0-9]+) killed of \1$' target/mutants.log || fail "not every mutant was killed"
 pass "ordering mutants"
@@ -177,6 +229,7 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 # Tests that run the project's binaries run them the same way.
 export VGSP_TEST_RUNNER=$CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER
+# shellcheck disable=SC2054 # The commas are in -Zbuild-std's value.
 A64=(--target aarch64-unknown-linux-gnu -Zbuild-std=std,panic_unwind --target-dir target/aarch64)
 # Not vgsp-ivshmem: the ivshmem server, the GSP process and the runner are x86_64
 # host tools beside QEMU; the arm64 kernel tier drives the driver through them.
@@ -186,7 +239,7 @@ A64+=(--workspace --exclude vgsp-ivshmem)
 pass "aarch64 tests under qemu-aarch64"
 
 step "aarch64: the dma barriers are the kernel's instructions"
-bin=$(find target/aarch64/aarch64-unknown-linux-gnu/debug/deps -name 'e2e-*' -type f -executable | head -n1)
+bin=$(find target/aarch64/aarch64-unknown-linux-gnu/debug/deps -name 'e2e-*' -type f -executable -print -quit)
 [ -n "$bin" ] || fail "no aarch64 e2e binary"
 dis=$(llvm-objdump-22 -d "$bin") || fail "llvm-objdump-22 failed"
 for insn in 'dmb[[:space:]]+osh$' 'dmb[[:space:]]+oshld$' 'dmb[[:space:]]+oshst$'; do
@@ -209,14 +262,20 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 cargo +nightly fuzz build --fuzz-dir tests/fuzz >target/fuzz-build.log 2>&1 ||
     { tail -n 30 target/fuzz-build.log; fail "building the fuzz targets"; }
-for t in $(cargo +nightly fuzz list --fuzz-dir tests/fuzz); do
+targets=$(cargo +nightly fuzz list --fuzz-dir tests/fuzz) || fail "cargo fuzz list"
+[ -n "$targets" ] || fail "cargo fuzz list names no target"
+for t in $targets; do
     corpus=target/fuzz-corpus/$t
-    mkdir -p "$corpus" && cp tests/fuzz/corpus/"$t"/* "$corpus"/
+    mkdir -p "$corpus"
+    # A target without a seed corpus starts from an empty one.
+    if [ -d tests/fuzz/corpus/"$t" ]; then
+        cp -R tests/fuzz/corpus/"$t"/. "$corpus"/ || fail "copying the seed corpus of $t"
+    fi
     cargo +nightly fuzz run --fuzz-dir tests/fuzz "$t" "$corpus" -- \
         -max_total_time="${VGSP_FUZZ_SECONDS:-20}" -max_len=70000 >target/fuzz-"$t".log 2>&1 ||
-        { grep -E 'panicked|ERROR|SUMMARY|Test unit written' -A3 target/fuzz-"$t".log | head -n 30
+        { { grep -E 'panicked|ERROR|SUMMARY|Test unit written' -A3 target/fuzz-"$t".log || true; } | head -n 30
           fail "fuzz target $t found a crash (log: target/fuzz-$t.log; the input is in tests/fuzz/artifacts/$t)"; }
-    grep -E '^Done [0-9]+ runs' target/fuzz-"$t".log | sed "s/^/$t: /"
+    sed -n "/^Done [0-9]* runs/s/^/$t: /p" target/fuzz-"$t".log
 done
 pass "fuzz targets"
 

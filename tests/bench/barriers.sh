@@ -10,8 +10,9 @@
 # turns on one thread, and compares the full barriers per command.
 #
 # --aarch64: the same cross-built for aarch64-unknown-linux-gnu as tests/run.sh's aarch64
-# step builds (Debian's rustc, -Zbuild-std; the first build takes minutes) and run under
-# qemu-aarch64, for instruction counts, not time. It then also
+# step builds (Debian's rustc, -Zbuild-std; the first build takes minutes), but not
+# position-independent (below), and run under qemu-aarch64, for instruction counts, not
+# time. It then also
 #   - disassembles each binary (llvm-objdump-22): the all-full one must have no
 #     `dmb oshld`/`dmb oshst` in the driver or the virtual GSP (`writel`'s `dmb oshst`
 #     in the doorbell is the architecture's and stays), the seed one its `dmb ish`
@@ -37,12 +38,20 @@ for arg in "$@"; do
 done
 
 VARIANTS=(acq-rel all-full seed)
+# shellcheck disable=SC2054 # The commas separate cargo features.
 declare -A FEATURES=([acq-rel]=barrier-stats [all-full]=barrier-stats,all-full [seed]=barrier-stats,seed-barriers)
 
 if [ "$ARCH" = aarch64 ]; then
     # As tests/run.sh: Debian's rustc-web has the std source that -Zbuild-std needs.
+    # Non-PIE (`-C relocation-model=static`, which links with `-no-pie`): the addresses
+    # of the `dmb` instructions in the disassembly are then the ones qemu-aarch64 executes,
+    # with no load base to guess (qemu-user puts a PIE wherever its version chooses). The
+    # count below checks the binary is ET_EXEC. The relocation model changes how
+    # addresses are formed, not which barriers a command executes.
+    # shellcheck disable=SC2054 # The commas are in -Zbuild-std's value.
     BUILD=(env PATH="/usr/bin:$PATH" RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTC_BOOTSTRAP=1
         CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+        CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C relocation-model=static"
         cargo build --release --target aarch64-unknown-linux-gnu -Zbuild-std=std,panic_unwind)
     DIR=target/bench-barriers-aarch64
     OUT=$DIR/aarch64-unknown-linux-gnu/release/vgsp-barriers
@@ -114,8 +123,12 @@ for v in "${VARIANTS[@]}"; do
 import collections, re, subprocess, sys, tempfile
 
 binary, count = sys.argv[1], int(sys.argv[2])
-# qemu-user maps a PIE aarch64 binary at this base (`qemu-aarch64 -d page`).
-BASE = 0x5500000000
+# The addresses in the disassembly are the run's only in a non-PIE binary (ET_EXEC, 2),
+# which the build above asks for: a PIE would be loaded at a base of qemu's choosing.
+with open(binary, "rb") as f:
+    e_type = int.from_bytes(f.read(18)[16:18], "little")
+if e_type != 2:
+    sys.exit(f"FAIL: {binary} is not a non-PIE executable (ELF type {e_type}, not ET_EXEC)")
 dis = subprocess.run(["llvm-objdump-22", "-d", "-C", "--no-show-raw-insn", binary],
                      capture_output=True, text=True, check=True).stdout
 dmb, sym = {}, None
@@ -126,7 +139,7 @@ for line in dis.splitlines():
         continue
     m = re.match(r"^\s*([0-9a-f]+):\s+dmb\s+(\S+)", line)
     if m:
-        dmb[int(m.group(1), 16) + BASE] = (m.group(2), sym)
+        dmb[int(m.group(1), 16)] = (m.group(2), sym)
 
 
 def executed(n):
@@ -144,6 +157,8 @@ def executed(n):
 
 
 a, b = executed(count), executed(count + 100)
+if not a:
+    sys.exit(f"FAIL: no dmb of {binary} executed: the -dfilter addresses are not the run's")
 per = collections.Counter()
 for key in sorted(set(a) | set(b), key=lambda k: (k[1], k[0])):
     d = (b[key] - a[key]) / 100

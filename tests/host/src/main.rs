@@ -6,6 +6,13 @@
 //! The transcript of the bring-up goes to standard error, the KUnit suites as KTAP
 //! version 1 to standard output (so `kunit.py parse` can read it). Exits non-zero if
 //! the bring-up or any case fails.
+//!
+//! Options:
+//! - `--ktap-only`: the KUnit suites without the bring-up;
+//! - `--list-suites`: prints the names of the suites it runs, one a line, and runs
+//!   nothing; with `--kernel` also the names of the suites only a kernel runs (every
+//!   suite a kernel boot reports). The test scripts take the suites they check from
+//!   here, not from the sources.
 
 use std::process::ExitCode;
 
@@ -92,10 +99,72 @@ fn bring_up() -> Result {
     result
 }
 
+/// What the command line asks for.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Options {
+    /// `--ktap-only`: skip the bring-up.
+    ktap_only: bool,
+    /// `--list-suites`: print the suites' names and run nothing.
+    list_suites: bool,
+    /// `--kernel`: with `--list-suites`, the kernel-only suites too.
+    kernel: bool,
+}
+
+/// The usage line, for a command line this program does not understand.
+const USAGE: &str = "usage: vgsp-host [--ktap-only | --list-suites [--kernel]]";
+
+/// Parses the arguments (without the program name).
+///
+/// # Errors
+///
+/// - The argument, if it is not one of the options above.
+/// - `--kernel`, if it comes without `--list-suites`.
+fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
+    let mut options = Options::default();
+    for arg in args {
+        match arg.as_str() {
+            "--ktap-only" => options.ktap_only = true,
+            "--list-suites" => options.list_suites = true,
+            "--kernel" => options.kernel = true,
+            _ => return Err(arg),
+        }
+    }
+    if options.kernel && !options.list_suites {
+        return Err(String::from("--kernel"));
+    }
+    Ok(options)
+}
+
+/// The names `--list-suites` prints: the suites this program runs, in the order it runs
+/// them, then with `kernel` the ones only a kernel runs.
+fn suite_names(kernel: bool) -> impl Iterator<Item = &'static str> {
+    let kernel_only = if kernel {
+        vgsp_kunit::KERNEL_ONLY_SUITES
+    } else {
+        &[]
+    };
+    vgsp_kunit::SUITES
+        .iter()
+        .map(|suite| suite.name)
+        .chain(kernel_only.iter().copied())
+}
+
 fn main() -> ExitCode {
-    let ktap_only = std::env::args().any(|a| a == "--ktap-only");
+    let options = match parse_args(std::env::args().skip(1)) {
+        Ok(options) => options,
+        Err(arg) => {
+            eprintln!("vgsp-host: unexpected argument '{arg}'\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    if options.list_suites {
+        for name in suite_names(options.kernel) {
+            println!("{name}");
+        }
+        return ExitCode::SUCCESS;
+    }
     let mut failed = false;
-    if !ktap_only {
+    if !options.ktap_only {
         if let Err(e) = bring_up() {
             pr_err!("bring-up failed: {e:?}\n");
             failed = true;
@@ -118,3 +187,6 @@ fn main() -> ExitCode {
         ExitCode::SUCCESS
     }
 }
+
+#[cfg(test)]
+mod suite_list;
