@@ -4,6 +4,62 @@
 //! the doorbell; the driver boots it and pushes thousands of commands through the rings.
 
 use kernel::prelude::*;
+use nova_core::gsp::fw;
+
+/// Every how many echoes of [`mixed_sizes`] one is of [`SPLIT_LEN`] bytes.
+pub const SPLIT_EVERY: u32 = 97;
+
+/// The payload of the split echoes of [`mixed_sizes`]: one byte more than two elements
+/// hold, so a head and two continuation records, the last of one slot.
+pub const SPLIT_LEN: usize = 2 * fw::MAX_ELEMENT_PAYLOAD + 1;
+
+/// Returns the payload lengths of the mixed-size echo workload (this suite's and
+/// `nova_core_ivshmem`'s): from 1 byte to 16 KiB, so that elements of one to five slots
+/// wrap the ring end, and every [`SPLIT_EVERY`]th, the first included, [`SPLIT_LEN`].
+pub fn mixed_sizes() -> impl Iterator<Item = usize> {
+    let mut len = 1usize;
+    (0u32..).map(move |sent| {
+        len = (len * 7 + 13) % (16 << 10) + 1;
+        if sent.is_multiple_of(SPLIT_EVERY) {
+            len = SPLIT_LEN;
+        }
+        len
+    })
+}
+
+/// What RPCs take on one ring, by the layout of `fw`: each is cut into elements of
+/// [`fw::MAX_ELEMENT_PAYLOAD`] payload bytes, the last one holding the rest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WireCost {
+    /// RPCs sent as more than one element.
+    pub split: u64,
+    /// Elements: heads and continuation records.
+    pub elements: u64,
+    /// Continuation records.
+    pub continuations: u64,
+    /// Slots the elements occupy.
+    pub slots: u64,
+}
+
+impl WireCost {
+    /// Returns the cost of RPCs with the payload lengths `lens`.
+    pub fn of(lens: impl IntoIterator<Item = usize>) -> Self {
+        let mut cost = Self::default();
+        for len in lens {
+            let elements = fw::element_count_for_rpc(len);
+            let last = len - (elements - 1) * fw::MAX_ELEMENT_PAYLOAD;
+            // CAST: at most `MAX_RPC_PAYLOAD / MAX_ELEMENT_PAYLOAD` elements, a few dozen.
+            let (elements, full) = (elements as u64, (elements - 1) as u32);
+            cost.split += u64::from(elements > 1);
+            cost.elements += elements;
+            cost.continuations += elements - 1;
+            cost.slots += u64::from(
+                full * fw::elem_count_for(fw::MAX_ELEMENT_PAYLOAD) + fw::elem_count_for(last),
+            );
+        }
+        cost
+    }
+}
 
 /// The cases of the `nova_core_gsp_e2e` suite.
 #[kunit_tests(nova_core_gsp_e2e)]
@@ -21,6 +77,12 @@ pub mod tests {
         },
     };
 
+    use super::{
+        mixed_sizes,
+        WireCost,
+        SPLIT_EVERY,
+        SPLIT_LEN, //
+    };
     use crate::{
         fixture::{
             Pair,
@@ -31,16 +93,22 @@ pub mod tests {
 
     /// Echo commands the mixed-size case sends.
     const ECHOES: u32 = 3000;
+    /// The GSP's `log_every` in the mixed-size case.
+    const LOG_EVERY: u64 = 500;
+    /// The commands of bring-up: system info, registry, static info, one element each.
+    const BRING_UP_COMMANDS: u64 = 3;
+    /// The unasked messages of bring-up: three log lines and `GSP_INIT_DONE`.
+    const BRING_UP_EVENTS: u64 = 4;
 
     /// What the driver saw; checked after the GSP thread has been joined.
     #[derive(Default)]
     struct Findings {
         /// Replies whose function, sequence, result or payload differed from the command.
         bad_replies: u32,
-        /// Elements the replies occupied.
+        /// Slots the replies occupied, continuation records included.
         slots: u64,
-        /// Continuation records received (elements beyond the first of a reply).
-        continuations: u64,
+        /// Replies that came as more than one element: more slots than a head fills.
+        split: u64,
     }
 
     /// Sends an echo of `payload` and checks the reply, skipping unasked events.
@@ -58,7 +126,7 @@ pub mod tests {
             }
         };
         found.slots += u64::from(reply.elem_count);
-        found.continuations += u64::from(reply.elem_count.saturating_sub(1) > 0);
+        found.split += u64::from(reply.elem_count > fw::MAX_ELEMENT_PAGES);
         if reply.function != function::NOP
             || reply.sequence != seq
             || reply.rpc_result != 0
@@ -72,31 +140,27 @@ pub mod tests {
     #[test]
     fn boots_and_echoes_thousands_of_commands() -> Result {
         let payloads = Pair::pattern(4 * fw::MAX_ELEMENT_PAYLOAD, 7)?;
-        let ((booted, sent, found, doorbells), stats) = with_gsp_thread(500, |gsp, bar, sim| {
-            let mut found = Findings::default();
-            let sysinfo = GspSetSystemInfo {
-                gpu_phys_addr: 0xfd00_0000,
-                nv_domain_bus_device_func: 0x0100,
-                ..Default::default()
-            };
-            let booted = gsp.boot(bar, &sysinfo).map(|info| info.pci_device_id);
-            let mut sent = 0u32;
-            let mut len = 1usize;
-            while booted.is_ok() && sent < ECHOES {
-                // Sizes from 1 byte to 16 KiB, so elements of one to five slots wrap the
-                // ring end, and every 97th a command split into a continuation record.
-                len = (len * 7 + 13) % (16 << 10) + 1;
-                if sent.is_multiple_of(97) {
-                    len = 2 * fw::MAX_ELEMENT_PAYLOAD + 1;
+        let ((booted, sent, found, doorbells), stats) =
+            with_gsp_thread(LOG_EVERY, |gsp, bar, sim| {
+                let mut found = Findings::default();
+                let sysinfo = GspSetSystemInfo {
+                    gpu_phys_addr: 0xfd00_0000,
+                    nv_domain_bus_device_func: 0x0100,
+                    ..Default::default()
+                };
+                let booted = gsp.boot(bar, &sysinfo).map(|info| info.pci_device_id);
+                let mut sent = 0u32;
+                // No echo if bring-up failed.
+                let echoes = if booted.is_ok() { ECHOES } else { 0 };
+                for len in mixed_sizes().take(echoes as usize) {
+                    let start = sent as usize % fw::MAX_ELEMENT_PAYLOAD;
+                    if echo(gsp, bar, &payloads[start..start + len], &mut found).is_err() {
+                        break;
+                    }
+                    sent += 1;
                 }
-                let start = sent as usize % fw::MAX_ELEMENT_PAYLOAD;
-                if echo(gsp, bar, &payloads[start..start + len], &mut found).is_err() {
-                    break;
-                }
-                sent += 1;
-            }
-            (booted, sent, found, sim.doorbell_count())
-        })?;
+                (booted, sent, found, sim.doorbell_count())
+            })?;
         let stats = stats?;
         assert!(
             booted.is_ok(),
@@ -107,14 +171,29 @@ pub mod tests {
         );
         assert_eq!(sent, ECHOES);
         assert_eq!(found.bad_replies, 0);
-        assert!(found.continuations >= u64::from(ECHOES / 97));
-        // Bring-up: system info, registry, static info; then the echoes.
-        assert_eq!(stats.commands, 3 + u64::from(ECHOES));
+        assert_eq!(stats.commands, BRING_UP_COMMANDS + u64::from(ECHOES));
         assert_eq!(stats.malformed, 0);
+        // Static info and the echoes are answered; the other two bring-up commands not.
+        assert_eq!(stats.replies, 1 + u64::from(ECHOES));
+        assert_eq!(stats.events, BRING_UP_EVENTS + stats.commands / LOG_EVERY);
+
+        // Each echo and its reply take the same elements and slots, each way. Bring-up's
+        // commands and messages are one element each.
+        let want = WireCost::of(mixed_sizes().take(ECHOES as usize));
+        // The workload splits what it says it splits: every `SPLIT_EVERY`th echo, into
+        // a head and two continuation records.
+        assert_eq!(want.split, u64::from(ECHOES.div_ceil(SPLIT_EVERY)));
+        assert_eq!(
+            want.continuations,
+            want.split * (fw::element_count_for_rpc(SPLIT_LEN) as u64 - 1)
+        );
+        assert_eq!(stats.elements_in, BRING_UP_COMMANDS + want.elements);
+        assert_eq!(stats.continuations_in, want.continuations);
+        assert_eq!(stats.continuations_out, want.continuations);
+        assert_eq!(found.split, want.split);
+        assert_eq!(found.slots, want.slots);
         // The driver rang the doorbell once per element it published.
         assert_eq!(doorbells, stats.elements_in);
-        assert!(stats.elements_in > stats.commands);
-        assert!(found.slots >= u64::from(ECHOES));
         Ok(())
     }
 

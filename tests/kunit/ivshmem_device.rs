@@ -6,14 +6,18 @@
 //!
 //! Kernel only: it needs the PCI device that `kernel::ivshmem` probes, and the runner
 //! (`vgsp-qemu`) that starts the ivshmem server and the GSP process beside QEMU. The
-//! fault cases ask the runner, through a console line, to kill the GSP process and to
-//! start a new one.
+//! fault case asks the runner, through a console line, to kill the GSP process and then
+//! to start a new one.
+//!
+//! Every case stands alone: it attaches to the GSP process that is running (a new
+//! session, on fresh queues) and boots it, and leaves a GSP process running; the kill
+//! and the restart are one case, so no case depends on another having run before it.
 
 #![cfg(CONFIG_RUST)]
 
 use kernel::prelude::*;
 
-/// The cases of the `nova_core_ivshmem` suite, in the order they run.
+/// The cases of the `nova_core_ivshmem` suite, each of them standalone.
 #[kunit_tests(nova_core_ivshmem)]
 pub mod tests {
     use kernel::{
@@ -46,7 +50,14 @@ pub mod tests {
         },
     };
 
-    use crate::fixture::Pair;
+    use crate::{
+        fixture::Pair,
+        gsp_e2e::{
+            mixed_sizes,
+            WireCost,
+            SPLIT_EVERY, //
+        },
+    };
 
     /// How long a case waits for a GSP process to attach (a restarted one included).
     const ATTACH_TIMEOUT: Delta = Delta::from_secs(30);
@@ -56,6 +67,8 @@ pub mod tests {
     const KILL_DEADLINE_MS: i64 = 60_000;
     /// The `--log-every` the runner gives the GSP process.
     const LOG_EVERY: u32 = 100;
+    /// The lines of the virtual GSP's boot log, sent before `GSP_INIT_DONE`.
+    const BOOT_LOG_LINES: usize = 3;
 
     /// The device's MSI-X vector as the queue's signal.
     struct Msix;
@@ -110,8 +123,10 @@ pub mod tests {
     struct Echoes {
         /// Replies whose function, sequence, result or payload differed.
         bad: u32,
-        /// Replies that came in more than one element.
-        split: u32,
+        /// Replies that came in more than one element: more slots than a head fills.
+        split: u64,
+        /// Slots the replies occupied, continuation records included.
+        slots: u64,
         /// Unasked log lines received in between.
         events: u32,
     }
@@ -133,22 +148,18 @@ pub mod tests {
         {
             found.bad += 1;
         }
-        found.split += u32::from(reply.elem_count > 1);
+        found.split += u64::from(reply.elem_count > fw::MAX_ELEMENT_PAGES);
+        found.slots += u64::from(reply.elem_count);
         Ok(())
     }
 
-    /// Sends `count` echoes of sizes from 1 byte to 16 KiB, every 97th split into a
-    /// continuation record.
+    /// Sends the first `count` echoes of the mixed-size workload ([`mixed_sizes`]: 1 byte
+    /// to 16 KiB, every 97th split into continuation records).
     fn echoes(iv: &mut IvshmemGsp<'static>, count: u32) -> Result<(u32, Echoes)> {
         let payloads = Pair::pattern(4 * fw::MAX_ELEMENT_PAYLOAD, 11)?;
         let (gsp, bell) = iv.gsp()?;
         let mut found = Echoes::default();
-        let mut len = 1usize;
-        for sent in 0..count {
-            len = (len * 7 + 13) % (16 << 10) + 1;
-            if sent % 97 == 0 {
-                len = 2 * fw::MAX_ELEMENT_PAYLOAD + 1;
-            }
+        for (sent, len) in (0..count).zip(mixed_sizes()) {
             let start = sent as usize % fw::MAX_ELEMENT_PAYLOAD;
             if let Err(e) = echo(gsp, &bell, &payloads[start..start + len], &mut found) {
                 pr_err!("echo {sent} of {len} bytes failed: {e:?}\n");
@@ -170,9 +181,11 @@ pub mod tests {
             let generation = attach_and_boot(iv, None)?;
             Ok((generation, iv.gsp()?.0.log_lines))
         })?;
+        // 1 for the GSP process the runner started first; more if the fault case, which
+        // restarts it, ran before.
         assert!(generation >= 1);
-        // The boot log came as unasked events before GSP_INIT_DONE.
-        assert!(log_lines > 0);
+        // The boot log came whole, as unasked events before GSP_INIT_DONE.
+        assert_eq!(log_lines, BOOT_LOG_LINES);
         Ok(())
     }
 
@@ -184,8 +197,11 @@ pub mod tests {
         })?;
         assert_eq!(sent, 1000);
         assert_eq!(found.bad, 0);
-        // Every 97th command and its reply are split: 11 of them.
-        assert!(found.split >= 11);
+        // Every 97th reply is split, and each takes the slots its length needs.
+        let want = WireCost::of(mixed_sizes().take(1000));
+        assert_eq!(want.split, u64::from(1000u32.div_ceil(SPLIT_EVERY)));
+        assert_eq!(found.split, want.split);
+        assert_eq!(found.slots, want.slots);
         Ok(())
     }
 
@@ -234,42 +250,56 @@ pub mod tests {
         Ok(())
     }
 
-    #[test]
-    fn times_out_when_the_gsp_is_killed() -> Result {
-        let (before, err, fault, waited) = with_device(|iv| {
-            attach_and_boot(iv, None)?;
-            let (before, _) = echoes(iv, 10)?;
-            pr_info!("vgsp-ivshmem: request: kill-gsp\n");
-            let (gsp, bell) = iv.gsp()?;
-            let start = Instant::now();
-            let mut found = Echoes::default();
-            // Echoes go on until the kill lands; the first one after it must time out.
-            let err = loop {
-                match echo(gsp, &bell, b"still there?", &mut found) {
-                    Ok(()) if start.elapsed().as_millis() < KILL_DEADLINE_MS => continue,
-                    Ok(()) => break None,
-                    Err(e) => break Some(e),
-                }
-            };
-            let waited = start.elapsed().as_millis();
-            Ok((before, err, gsp.cmdq.last_fault(), waited))
-        })?;
-        assert_eq!(before, 10);
-        assert_eq!(err, Some(ETIMEDOUT));
-        assert_eq!(fault, Some("nothing published in time"));
-        assert!(waited < KILL_DEADLINE_MS);
-        Ok(())
+    /// What the fault case saw between the kill and the restart.
+    struct Killed {
+        /// The first echo's error after the kill (`None` if none failed in time).
+        err: Option<Error>,
+        /// The queue's reason for it.
+        fault: Option<&'static str>,
+        /// How long the echoes went on, in milliseconds.
+        waited: i64,
     }
 
+    /// Echoes until the kill the runner was asked for lands, or [`KILL_DEADLINE_MS`].
+    fn echo_until_killed(iv: &mut IvshmemGsp<'static>) -> Result<Killed> {
+        let (gsp, bell) = iv.gsp()?;
+        let start = Instant::now();
+        let mut found = Echoes::default();
+        // Echoes go on until the kill lands; the first one after it must time out.
+        let err = loop {
+            match echo(gsp, &bell, b"still there?", &mut found) {
+                Ok(()) if start.elapsed().as_millis() < KILL_DEADLINE_MS => continue,
+                Ok(()) => break None,
+                Err(e) => break Some(e),
+            }
+        };
+        Ok(Killed {
+            err,
+            fault: gsp.cmdq.last_fault(),
+            waited: start.elapsed().as_millis(),
+        })
+    }
+
+    /// The kill and the restart are one case: a case that killed the GSP and left none
+    /// would fail every case after it.
     #[test]
-    fn reattaches_after_the_gsp_restarts() -> Result {
-        let (old, new, sent, bad) = with_device(|iv| {
-            let old = iv.gsp_attach()?.generation();
+    fn times_out_when_the_gsp_is_killed_and_reattaches_after_a_restart() -> Result {
+        let (old, before, killed, new, sent, bad) = with_device(|iv| {
+            let old = attach_and_boot(iv, None)?;
+            let (before, _) = echoes(iv, 10)?;
+            pr_info!("vgsp-ivshmem: request: kill-gsp\n");
+            let killed = echo_until_killed(iv);
+            // Whatever the echoes saw, a GSP process is started again for what follows.
             pr_info!("vgsp-ivshmem: request: start-gsp\n");
+            let killed = killed?;
             let new = attach_and_boot(iv, Some(old))?;
             let (sent, found) = echoes(iv, 100)?;
-            Ok((old, new, sent, found.bad))
+            Ok((old, before, killed, new, sent, found.bad))
         })?;
+        assert_eq!(before, 10);
+        assert_eq!(killed.err, Some(ETIMEDOUT));
+        assert_eq!(killed.fault, Some("nothing published in time"));
+        assert!(killed.waited < KILL_DEADLINE_MS);
         assert_eq!(new, old + 1);
         assert_eq!(sent, 100);
         assert_eq!(bad, 0);

@@ -24,6 +24,7 @@ pub mod tests {
             Checksum,
             GspMsgElement,
             CPUQ_OFFSET,
+            GSP_PAGE_SIZE,
             MSGQ_WRITE_PTR_OFFSET, //
         },
         BOOT_REGISTRY,
@@ -103,11 +104,15 @@ pub mod tests {
     #[test]
     fn unload_gets_empty_reply() -> Result {
         let mut pair = Pair::new()?;
-        pair.cmdq
+        let seq = pair
+            .cmdq
             .send_command(pair.bar.bar(), &UnloadingGuestDriver::default())?;
         pair.gsp_run()?;
         let reply = pair.cmdq.receive_msg(LONG)?;
-        assert_eq!(reply.function, function::UNLOADING_GUEST_DRIVER);
+        assert_eq!(
+            (reply.function, reply.sequence, reply.rpc_result),
+            (function::UNLOADING_GUEST_DRIVER, seq, fw::NV_OK)
+        );
         assert!(reply.payload.is_empty());
         Ok(())
     }
@@ -115,11 +120,30 @@ pub mod tests {
     #[test]
     fn malformed_command_gets_error_reply_not_a_crash() -> Result {
         let mut pair = Pair::new()?;
-        // A buggy driver: a command with a bad checksum, written straight into `cpuq`.
-        let mut h = GspMsgElement::new(0, function::NOP, 77, 4, 4);
-        h.check_sum = 0x1234_5678;
+        // A buggy driver: a one-slot command written straight into `cpuq`, right but for
+        // one bit of its checksum.
+        let payload = *b"ping";
+        let mut h = GspMsgElement::new(0, function::NOP, 77, payload.len(), payload.len());
+        let mut sum = Checksum::of_header(&h);
+        sum.update(&payload);
+        h.check_sum = sum.fold();
+        let mut element = KVec::new();
+        element.extend_from_slice(h.as_bytes(), GFP_KERNEL)?;
+        element.extend_from_slice(&payload, GFP_KERNEL)?;
+        element.resize(GSP_PAGE_SIZE, 0, GFP_KERNEL)?;
+        // With the checksum as computed, the element passes every check; the flipped bit
+        // is its only fault.
+        assert_eq!(
+            fw::validate_element(&element, 1).map(|(_, len)| len),
+            Ok(payload.len())
+        );
+        element[core::mem::offset_of!(GspMsgElement, check_sum)] ^= 1;
+        assert_eq!(
+            fw::validate_element(&element, 1).err(),
+            Some(fw::Malformed("bad checksum"))
+        );
         let view = pair.view();
-        view.write_bytes(CPUQ_OFFSET + 0x1000, h.as_bytes())?;
+        view.write_bytes(CPUQ_OFFSET + fw::slot_offset(0), &element)?;
         view.write32(CPUQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 1)?;
         assert_eq!(pair.gsp_run()?, vgsp::Progress::Idle);
         assert_eq!(pair.gsp.stats.malformed, 1);
@@ -147,7 +171,6 @@ pub mod tests {
         assert_eq!(done.status, 0);
         let line = <LibosPrint as nova_core::gsp::cmdq::MessageFromGsp>::decode(b"hi")?;
         assert!(line.line[..] == b"hi"[..]);
-        let _ = Checksum::default();
         Ok(())
     }
 }

@@ -94,6 +94,10 @@ pub struct Stats {
     pub commands: u64,
     /// Elements consumed.
     pub elements_in: u64,
+    /// Continuation records consumed (counted in `elements_in` too).
+    pub continuations_in: u64,
+    /// Continuation records sent.
+    pub continuations_out: u64,
     /// Replies queued.
     pub replies: u64,
     /// Unasked events queued.
@@ -428,6 +432,7 @@ impl<'a> Vgsp<'a> {
         };
 
         if header.rpc.function == function::CONTINUATION_RECORD {
+            self.stats.continuations_in += 1;
             let Some(mut asm) = self.assembly.take() else {
                 return self.reject(header.rpc.function, header.rpc.sequence);
             };
@@ -791,6 +796,9 @@ impl<'a> Vgsp<'a> {
         })?;
         self.advance_gsp_write_ptr(header.elem_count)?;
         self.tx_seq = self.tx_seq.wrapping_add(1);
+        if function == function::CONTINUATION_RECORD {
+            self.stats.continuations_out += 1;
+        }
 
         let out = &mut self.outbox[idx];
         out.sent += chunk_len;

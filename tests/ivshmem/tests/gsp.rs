@@ -73,6 +73,12 @@ use vgsp_ivshmem::client::{
 
 const ATTACH_TIMEOUT: Delta = Delta::from_secs(10);
 const REPLY_TIMEOUT: Delta = Delta::from_secs(5);
+/// The lines of the virtual GSP's boot log, sent before `GSP_INIT_DONE`.
+const BOOT_LOG_LINES: usize = 3;
+/// The commands of bring-up: system info, registry, static info.
+const BRING_UP_COMMANDS: usize = 3;
+/// The `--log-every` the GSP process is started with.
+const LOG_EVERY: usize = 100;
 
 /// The MSI-X vector: a count raised by the thread that reads our eventfd.
 #[derive(Default)]
@@ -80,6 +86,20 @@ struct Irq {
     count: AtomicU64,
     lock: Mutex<()>,
     cond: Condvar,
+}
+
+impl Irq {
+    /// Waits until no interrupt has come for `quiet` (the last rings of earlier messages
+    /// may still be on their way); returns the count.
+    fn settle(&self, quiet: Delta) -> u64 {
+        loop {
+            let seen = self.count();
+            self.wait(seen, quiet);
+            if self.count() == seen {
+                return seen;
+            }
+        }
+    }
 }
 
 impl MsgqSignal for Irq {
@@ -227,7 +247,7 @@ impl Rig {
         let child = Command::new(env!("CARGO_BIN_EXE_vgsp-gsp"))
             .arg("--socket")
             .arg(self.socket())
-            .args(["--log-every", "100"])
+            .args(["--log-every", &LOG_EVERY.to_string()])
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
@@ -291,12 +311,27 @@ fn attach_and_boot(iv: &mut IvshmemGsp<'_>, after: Option<u32>) -> u32 {
     let (gsp, bell) = iv.gsp().unwrap();
     let info = gsp.boot(&bell, &GspSetSystemInfo::default()).unwrap();
     assert_eq!(info.gpu_name(), vgsp::GPU_NAME);
-    assert!(gsp.log_lines > 0);
+    // A GSP that started over on the fresh queues: its whole boot log, once.
+    assert_eq!(gsp.log_lines, BOOT_LOG_LINES);
     generation
 }
 
+/// Returns the slots an RPC of `len` payload bytes occupies on a ring, by the layout of
+/// `fw`: elements of `MAX_ELEMENT_PAYLOAD` bytes, the last one holding the rest.
+fn slots_for(len: usize) -> u32 {
+    let full = fw::element_count_for_rpc(len) - 1;
+    let last = len - full * fw::MAX_ELEMENT_PAYLOAD;
+    full as u32 * fw::elem_count_for(fw::MAX_ELEMENT_PAYLOAD) + fw::elem_count_for(last)
+}
+
+/// Returns how far a ring pointer moved from `before` to `after`, in slots.
+fn moved(before: u32, after: u32) -> u32 {
+    (after + fw::MSGQ_NUM_PAGES - before) % fw::MSGQ_NUM_PAGES
+}
+
 /// Sends `count` echoes of 1 B to 16 KiB (every 97th split into continuation records)
-/// and checks every reply; returns the unasked log lines seen in between.
+/// and checks every reply, and that the command and the reply each took the slots their
+/// length needs; returns the unasked log lines seen in between.
 fn echoes(iv: &mut IvshmemGsp<'_>, count: usize) -> usize {
     let (gsp, bell) = iv.gsp().unwrap();
     let pattern: Vec<u8> = (0..4 * fw::MAX_ELEMENT_PAYLOAD)
@@ -310,7 +345,15 @@ fn echoes(iv: &mut IvshmemGsp<'_>, count: usize) -> usize {
             len = 2 * fw::MAX_ELEMENT_PAYLOAD + 1;
         }
         let payload = &pattern[sent % 1000..sent % 1000 + len];
+        let (wptr, _) = gsp.cmdq.cpu_ptrs();
         let seq = gsp.cmdq.send_command(&bell, &Echo(payload)).unwrap();
+        // The command took the slots its length needs; they all fit, as the ring is empty
+        // before each echo.
+        assert_eq!(
+            moved(wptr, gsp.cmdq.cpu_ptrs().0),
+            slots_for(len),
+            "echo {sent} of {len} bytes"
+        );
         let reply = loop {
             let msg = gsp.cmdq.receive_msg(REPLY_TIMEOUT).unwrap();
             if msg.function != function::UCODE_LIBOS_PRINT {
@@ -324,33 +367,98 @@ fn echoes(iv: &mut IvshmemGsp<'_>, count: usize) -> usize {
             reply.payload[..] == *payload,
             "echo {sent} of {len} bytes differs"
         );
+        assert_eq!(
+            reply.elem_count,
+            slots_for(len),
+            "echo {sent} of {len} bytes"
+        );
     }
     events
 }
 
 #[test]
-fn the_driver_drives_the_gsp_process_through_the_device() {
+fn the_driver_boots_the_gsp_process_and_echoes_through_the_device() {
     let rig = Rig::new("drive");
     rig.start_gsp();
     let mut iv = rig.device();
+    // The first GSP to attach to this memory.
     assert_eq!(attach_and_boot(&mut iv, None), 1);
     // 1 000 echoes after the three bring-up commands: a log line after every 100th.
-    assert_eq!(echoes(&mut iv, 1000), 10);
+    assert_eq!(
+        echoes(&mut iv, 1000),
+        (BRING_UP_COMMANDS + 1000) / LOG_EVERY
+    );
+}
 
-    // A head and one continuation record each way.
+#[test]
+fn a_continuation_pair_goes_each_way() {
+    let rig = Rig::new("pair");
+    rig.start_gsp();
+    let mut iv = rig.device();
+    attach_and_boot(&mut iv, None);
     let (gsp, bell) = iv.gsp().unwrap();
+    // One byte more than an element holds: a full head and a one-slot continuation.
     let payload: Vec<u8> = (0..=fw::MAX_ELEMENT_PAYLOAD).map(|i| i as u8).collect();
-    gsp.cmdq.send_command(&bell, &Echo(&payload)).unwrap();
+    let pair = fw::MAX_ELEMENT_PAGES + 1;
+    let (wptr, rptr) = gsp.cmdq.cpu_ptrs();
+    let seq = gsp.cmdq.send_command(&bell, &Echo(&payload)).unwrap();
+    assert_eq!(moved(wptr, gsp.cmdq.cpu_ptrs().0), pair);
     let reply = gsp.cmdq.receive_msg(REPLY_TIMEOUT).unwrap();
-    assert_eq!(reply.elem_count, fw::MAX_ELEMENT_PAGES + 1);
+    assert_eq!(
+        (reply.function, reply.sequence, reply.rpc_result),
+        (function::NOP, seq, fw::NV_OK)
+    );
+    assert_eq!(reply.elem_count, pair);
+    assert_eq!(moved(rptr, gsp.cmdq.cpu_ptrs().1), pair);
     assert!(reply.payload[..] == payload[..]);
+}
 
-    // Attaching again (a new session) starts the GSP over on fresh queues.
+#[test]
+fn attaching_again_starts_the_gsp_over_on_fresh_queues() {
+    // Short of a log line in one session, past it if the GSP went on counting.
+    const ECHOES: usize = LOG_EVERY - BRING_UP_COMMANDS - 10;
+    let rig = Rig::new("again");
+    rig.start_gsp();
+    let mut iv = rig.device();
     assert_eq!(attach_and_boot(&mut iv, None), 1);
-    assert_eq!(echoes(&mut iv, 50), 0);
-    // The GSP interrupted us for its messages. (Not a count per reply: the last rings
-    // may still be on their way, and a busy GSP may post several messages per ring.)
-    assert!(rig.irq.count() > 0);
+    assert_eq!(echoes(&mut iv, ECHOES), 0);
+
+    // A new session with the same GSP process: the generation stays; the boot (its log
+    // checked in `attach_and_boot`) runs on queues whose pointers start at 0 again: one
+    // slot for each bring-up command, and for each message (the log, `GSP_INIT_DONE`,
+    // the static information).
+    assert_eq!(attach_and_boot(&mut iv, None), 1);
+    let (wptr, rptr) = iv.gsp().unwrap().0.cmdq.cpu_ptrs();
+    assert_eq!(
+        (wptr as usize, rptr as usize),
+        (BRING_UP_COMMANDS, BOOT_LOG_LINES + 2)
+    );
+    // The GSP's command count started over too: still no log line.
+    assert_eq!(echoes(&mut iv, ECHOES), 0);
+}
+
+#[test]
+fn the_gsp_interrupts_once_per_reply() {
+    const ROUND_TRIPS: u64 = 50;
+    let rig = Rig::new("irq");
+    rig.start_gsp();
+    let mut iv = rig.device();
+    attach_and_boot(&mut iv, None);
+    let (gsp, bell) = iv.gsp().unwrap();
+    let quiet = Delta::from_millis(100);
+    let start = rig.irq.settle(quiet);
+    for i in 0..ROUND_TRIPS {
+        let seen = rig.irq.count();
+        let seq = gsp.cmdq.send_command(&bell, &Echo(b"ring me")).unwrap();
+        rig.irq.wait(seen, REPLY_TIMEOUT);
+        assert_eq!(rig.irq.count(), seen + 1, "round trip {i}");
+        // The GSP rings after its write-pointer store: the reply is there already, for a
+        // receive that looks once and does not wait.
+        let reply = gsp.cmdq.receive_msg(Delta::ZERO).unwrap();
+        assert_eq!((reply.function, reply.sequence), (function::NOP, seq));
+    }
+    // No ring more than one per reply came late.
+    assert_eq!(rig.irq.settle(quiet) - start, ROUND_TRIPS);
 }
 
 #[test]
@@ -359,7 +467,8 @@ fn a_killed_gsp_times_out_and_a_new_one_takes_over() {
     rig.start_gsp();
     let mut iv = rig.device();
     let first = attach_and_boot(&mut iv, None);
-    echoes(&mut iv, 10);
+    assert_eq!(first, 1);
+    assert_eq!(echoes(&mut iv, 10), 0);
     drop(iv);
 
     rig.kill_gsp();
@@ -378,7 +487,7 @@ fn a_killed_gsp_times_out_and_a_new_one_takes_over() {
     let second = attach_and_boot(&mut iv, Some(first));
     assert_eq!(second, first + 1);
     // The new GSP counts from its own start: a log line at its 100th command.
-    assert_eq!(echoes(&mut iv, 100), 1);
+    assert_eq!(echoes(&mut iv, 100), (BRING_UP_COMMANDS + 100) / LOG_EVERY);
 }
 
 #[test]

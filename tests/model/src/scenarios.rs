@@ -264,6 +264,124 @@ fn contract_events(trace: &[model::Event]) -> Vec<contract::Event> {
         .collect()
 }
 
+/// One access of a loom race report: its role (`read`, `write`, `write one`, ...) and
+/// the source location loom captured for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaceAccess {
+    /// The role loom gives the access.
+    pub role: String,
+    /// The source file of the access, as `file!()` spells it.
+    pub file: String,
+    /// Its line.
+    pub line: u32,
+}
+
+/// Why a scenario failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// Loom found two accesses of a ring page by the two agents that nothing orders
+    /// (a race under C11, which loom explores): its message, and the accesses it names.
+    Race {
+        /// Loom's message, e.g. `Causality violation: Concurrent read and write accesses.`
+        message: String,
+        /// The accesses the message names, with where they were made.
+        accesses: Vec<RaceAccess>,
+    },
+    /// The DMA contract checker found a data load that an allowed execution lets read
+    /// another store.
+    Contract(contract::Violation),
+    /// Anything else (a wrong reply, a driver error, the checker refusing a trace), with
+    /// the panic message.
+    Other(String),
+}
+
+impl Failure {
+    /// Returns the access of a [`Failure::Race`] with role `role`.
+    pub fn race_access(&self, role: &str) -> Option<&RaceAccess> {
+        match self {
+            Self::Race { accesses, .. } => accesses.iter().find(|a| a.role == role),
+            _ => None,
+        }
+    }
+
+    /// Classifies a panic payload of [`run`]; `violation` is what the contract checker
+    /// reported, if it was the checker that panicked.
+    fn from_panic(
+        payload: &(dyn core::any::Any + Send),
+        violation: Option<contract::Violation>,
+    ) -> Self {
+        if let Some(v) = violation {
+            return Self::Contract(v);
+        }
+        let text = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| String::from(*s)))
+            .unwrap_or_default();
+        let Some(message) = text
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("Causality violation"))
+        else {
+            return Self::Other(text);
+        };
+        // Loom names each access `role: [thread #N @ ]file:line:column`.
+        let accesses = text
+            .lines()
+            .filter_map(|l| {
+                let (role, at) = l.trim().split_once(": ")?;
+                let at = at.split_once(" @ ").map_or(at, |(_, at)| at);
+                let mut parts = at.rsplitn(3, ':');
+                let _column: u32 = parts.next()?.parse().ok()?;
+                let line = parts.next()?.parse().ok()?;
+                Some(RaceAccess {
+                    role: String::from(role),
+                    file: String::from(parts.next()?),
+                    line,
+                })
+            })
+            .collect();
+        Self::Race {
+            message: String::from(message),
+            accesses,
+        }
+    }
+}
+
+impl core::fmt::Display for Failure {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Race { message, accesses } => {
+                write!(f, "loom: {message}")?;
+                for a in accesses {
+                    write!(f, "; {} at {}:{}", a.role, a.file, a.line)?;
+                }
+                Ok(())
+            }
+            Self::Contract(v) => write!(f, "DMA contract violated: {v}"),
+            Self::Other(text) => write!(f, "failed: {text}"),
+        }
+    }
+}
+
+/// Runs `sc` under loom and the contract checker, and says why it failed if it did.
+///
+/// Loom's report of the first execution that failed is kept, with the locations of the
+/// accesses it names; a panic of `sc` is caught here (its message is still printed by
+/// the panic hook).
+///
+/// # Errors
+///
+/// The [`Failure`] of the first execution that failed.
+pub fn try_run(sc: &Scenario) -> Result<Report, Failure> {
+    let violation = Arc::new(Mutex::new(None));
+    let found = violation.clone();
+    std::panic::catch_unwind(move || explore(sc, &found)).map_err(|payload| {
+        let v = violation.lock().unwrap_or_else(|e| e.into_inner()).take();
+        Failure::from_panic(&*payload, v)
+    })
+}
+
 /// Runs `sc` under loom and the contract checker.
 ///
 /// # Panics
@@ -271,15 +389,23 @@ fn contract_events(trace: &[model::Event]) -> Vec<contract::Event> {
 /// On any failure: a loom-detected race or assertion, a wrong reply, or a violation of
 /// the DMA contract, with a description.
 pub fn run(sc: &Scenario) -> Report {
+    explore(sc, &Arc::new(Mutex::new(None)))
+}
+
+/// [`run`], leaving in `violation` what the contract checker found before it panicked.
+fn explore(sc: &Scenario, violation: &Arc<Mutex<Option<contract::Violation>>>) -> Report {
     let seen: Arc<Mutex<HashSet<u64>>> = Arc::new(Mutex::new(HashSet::new()));
     let executions = Arc::new(Mutex::new(0usize));
     let sc = *sc;
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(sc.preemptions);
     builder.max_branches = 1_000_000;
+    // Loom then names where each access of a race it reports was made.
+    builder.location = true;
     {
         let seen = seen.clone();
         let executions = executions.clone();
+        let violation = violation.clone();
         builder.check(move || {
             model::reset();
             *executions.lock().unwrap() += 1;
@@ -408,7 +534,11 @@ pub fn run(sc: &Scenario) -> Report {
                 let events = contract_events(&trace);
                 match contract::find_violation(&events) {
                     Ok(None) => {}
-                    Ok(Some(v)) => panic!("DMA contract violated in {}: {v}", sc.name),
+                    Ok(Some(v)) => {
+                        let report = std::format!("DMA contract violated in {}: {v}", sc.name);
+                        *violation.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
+                        panic!("{report}");
+                    }
                     Err(e) => panic!("contract checker: {e} ({})", sc.name),
                 }
             }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The ordering proof: every scenario under loom and the DMA contract checker, and the
-//! seed's pre-fix barrier placement as a regression that must fail.
+//! seed's pre-fix barrier placement as a regression that must fail, with the race or
+//! the contract violation each of its two defects causes (which load, racing or reading
+//! stale data from which store).
 //!
 //! Run with `RUSTFLAGS="--cfg loom" cargo test -p vgsp-model --release --test ordering`.
 //! `VGSP_MUTANT` applies a barrier mutation to the `scenario_` tests (see
@@ -21,6 +23,8 @@ use kernel::model::{
 use vgsp_model::scenarios::{
     run,
     summary,
+    try_run,
+    Failure,
     Scenario,
     SCENARIOS, //
 };
@@ -38,6 +42,12 @@ fn check(name: &str) {
     let sc = scenario(name);
     let r = run(sc);
     eprintln!("{}", summary(sc, &r));
+    // The contract checker saw at least one trace: loom alone did not decide the scenario.
+    assert!(
+        (1..=r.executions).contains(&r.traces_checked),
+        "{}",
+        summary(sc, &r)
+    );
 }
 
 #[test]
@@ -70,6 +80,20 @@ fn scenario_continuation_record_pair() {
     check("continuation_record_pair");
 }
 
+/// The driver's source, where the seed's barriers were.
+const CMDQ: &str = "drivers/gpu/nova-core/gsp/cmdq.rs";
+/// The virtual GSP's source.
+const VGSP: &str = "drivers/gpu/vgsp/vgsp.rs";
+
+/// Returns the text of `file`, [`CMDQ`] or [`VGSP`], as this test was built with.
+fn source(file: &str) -> &'static str {
+    match file {
+        CMDQ => include_str!("../../../drivers/gpu/nova-core/gsp/cmdq.rs"),
+        VGSP => include_str!("../../../drivers/gpu/vgsp/vgsp.rs"),
+        _ => panic!("no source for {file}"),
+    }
+}
+
 /// Finds the line of the first `needle` at or after `from` in `src`.
 fn line_of(src: &str, needle: &str, from: usize) -> u32 {
     src.lines()
@@ -80,41 +104,177 @@ fn line_of(src: &str, needle: &str, from: usize) -> u32 {
         .unwrap_or_else(|| panic!("{needle:?} not found"))
 }
 
-/// The seed's pre-fix shape: the write-pointer barrier placed *after* the pointer store,
-/// and no read barrier after reading the GSP's write pointer.
-fn seed_prefix_mutations() -> Vec<Mutation> {
-    const FILE: &str = "drivers/gpu/nova-core/gsp/cmdq.rs";
-    let src = include_str!("../../../drivers/gpu/nova-core/gsp/cmdq.rs");
-    let advance = line_of(src, "fn advance_cpu_write_ptr", 0) as usize;
-    let wbarrier = line_of(src, "dma_mb(Write)", advance);
-    let wstore = line_of(src, "dma_write!(self.mem[0].cpuq.tx.write_ptr", advance);
-    let reader = line_of(src, "fn gsp_write_ptr", 0) as usize;
-    let rbarrier = line_of(src, "dma_mb(Read)", reader);
-    let site = |line| Site {
-        file: FILE.into(),
-        line,
-    };
-    vec![
-        Mutation {
-            barrier: site(wbarrier),
-            op: MutationOp::MoveAfter(Flavour::Full, site(wstore)),
-        },
-        Mutation {
-            barrier: site(rbarrier),
-            op: MutationOp::Delete,
-        },
-    ]
+/// Returns the lines of the function declared by `decl` (`"fn name("`) in `file`: from
+/// its declaration to the line before the next function's.
+fn lines_of_fn(file: &str, decl: &str) -> core::ops::Range<u32> {
+    let src = source(file);
+    let start = line_of(src, decl, 0);
+    let end = src
+        .lines()
+        .enumerate()
+        .skip(start as usize)
+        .find(|(_, l)| {
+            let l = l.trim_start();
+            [
+                "fn ",
+                "pub fn ",
+                "pub(crate) fn ",
+                "unsafe fn ",
+                "pub unsafe fn ",
+            ]
+            .iter()
+            .any(|p| l.starts_with(p))
+        })
+        .map_or(src.lines().count() as u32 + 1, |(i, _)| i as u32 + 1);
+    start..end
 }
 
-#[test]
-fn seed_prefix_barrier_placement_fails_the_model() {
+/// Asserts that `failure` is loom's race of a load by one agent in the function `load`
+/// of `load_file` with a store by the other in the function `store` of `store_file`.
+fn assert_race(
+    failure: &Failure,
+    (load_file, load): (&str, &str),
+    (store_file, store): (&str, &str),
+) {
+    let Failure::Race { message, .. } = failure else {
+        panic!("expected a loom race, got {failure}");
+    };
+    assert_eq!(
+        message, "Causality violation: Concurrent read and write accesses.",
+        "{failure}"
+    );
+    for (role, file, decl) in [("read", load_file, load), ("write", store_file, store)] {
+        let at = failure
+            .race_access(role)
+            .unwrap_or_else(|| panic!("no {role} location in {failure}"));
+        let lines = lines_of_fn(file, decl);
+        assert!(
+            at.file == file && lines.contains(&at.line),
+            "the {role} of the race is at {}:{}, not in `{decl}` ({file}:{lines:?}): {failure}",
+            at.file,
+            at.line
+        );
+    }
+}
+
+/// The seed's write-side defect: the barrier of `advance_cpu_write_ptr` placed *after*
+/// the pointer store, so it orders nothing before it.
+fn write_barrier_after_the_store() -> Mutation {
+    let src = source(CMDQ);
+    let advance = line_of(src, "fn advance_cpu_write_ptr", 0) as usize;
+    Mutation {
+        barrier: site(CMDQ, line_of(src, "dma_mb(Write)", advance)),
+        op: MutationOp::MoveAfter(
+            Flavour::Full,
+            site(
+                CMDQ,
+                line_of(src, "dma_write!(self.mem[0].cpuq.tx.write_ptr", advance),
+            ),
+        ),
+    }
+}
+
+/// The seed's read-side defect: no barrier after the load of the GSP's write pointer.
+fn no_read_barrier_after_the_pointer_load() -> Mutation {
+    let src = source(CMDQ);
+    let reader = line_of(src, "fn gsp_write_ptr", 0) as usize;
+    Mutation {
+        barrier: site(CMDQ, line_of(src, "dma_mb(Read)", reader)),
+        op: MutationOp::Delete,
+    }
+}
+
+/// Returns the site of line `line` of `file`.
+fn site(file: &str, line: u32) -> Site {
+    Site {
+        file: file.into(),
+        line,
+    }
+}
+
+/// Runs `one_command_and_reply` with `mutations`, then without, and returns why the
+/// mutated run failed.
+fn fails_with(mutations: Vec<Mutation>) -> Failure {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let sc = scenario("one_command_and_reply");
-
-    model::set_mutations(Some(seed_prefix_mutations()));
-    let failed = std::panic::catch_unwind(|| run(sc)).is_err();
+    model::set_mutations(Some(mutations));
+    let result = try_run(sc);
     model::set_mutations(None);
-    assert!(failed, "the pre-fix barrier placement must fail the model");
-
+    // The unmutated code passes the same scenario: the failure is the mutation's.
     run(sc);
+    match result {
+        Ok(r) => panic!("the mutated barriers passed the model: {}", summary(sc, &r)),
+        Err(failure) => {
+            eprintln!("mutated run failed as expected: {failure}");
+            failure
+        }
+    }
+}
+
+/// The seed's pre-fix shape, both defects at once, fails the model on the read side:
+/// the driver copies the reply out of `gspq` (`read_element_bytes`) while the GSP may
+/// still be writing it (`send_pending`): with no `dma_mb(Read)` after the load of the
+/// GSP's write pointer, nothing orders the element loads after that pointer load
+/// (LOAD->LOAD), so the GSP's `dma_mb(Write)` before its pointer store has no partner.
+#[test]
+fn seed_prefix_barrier_placement_fails_the_model() {
+    let failure = fails_with(vec![
+        write_barrier_after_the_store(),
+        no_read_barrier_after_the_pointer_load(),
+    ]);
+    assert_race(
+        &failure,
+        (CMDQ, "fn read_element_bytes("),
+        (VGSP, "fn send_pending("),
+    );
+}
+
+/// The read-side defect alone fails the model the same way: it is what the seed's
+/// failure above is about.
+#[test]
+fn seed_missing_read_barrier_alone_fails_the_model() {
+    let failure = fails_with(vec![no_read_barrier_after_the_pointer_load()]);
+    assert_race(
+        &failure,
+        (CMDQ, "fn read_element_bytes("),
+        (VGSP, "fn send_pending("),
+    );
+}
+
+/// The write-side defect alone fails the model on the other ring, where loom (whose C11
+/// fences are stronger than Linux's barriers) sees no race but the DMA contract checker
+/// does: the GSP's copy of the command out of `cpuq` (`read_cpuq`) may read the slot as
+/// it was before the driver wrote it (`write_element_bytes`). A barrier after the
+/// pointer store orders none of the element stores before it (STORE->STORE), so the
+/// GSP's `dma_mb(Read)` after its pointer load has no partner.
+#[test]
+fn seed_write_barrier_after_the_store_alone_fails_the_model() {
+    let failure = fails_with(vec![write_barrier_after_the_store()]);
+    let Failure::Contract(v) = &failure else {
+        panic!("expected a DMA contract violation, got {failure}");
+    };
+    assert_event(&v.load, "gsp load of page", (VGSP, "fn read_cpuq("));
+    assert_event(
+        &v.actual,
+        "driver store of page",
+        (CMDQ, "fn write_element_bytes("),
+    );
+    // An older version of the page: the pointer was seen before the data it publishes.
+    assert_eq!(v.could_read, "the initial value");
+}
+
+/// Asserts that `what`, an event as the model describes it (`"gsp load of page 0x2
+/// version 2 at FILE:LINE"`), starts with `kind` and was made in the function `decl` of
+/// `file`.
+fn assert_event(what: &str, kind: &str, (file, decl): (&str, &str)) {
+    assert!(what.starts_with(kind), "{what:?} is not a {kind}");
+    let (_, at) = what
+        .rsplit_once(" at ")
+        .unwrap_or_else(|| panic!("no location in {what:?}"));
+    let (at_file, line) = at.rsplit_once(':').unwrap();
+    let lines = lines_of_fn(file, decl);
+    assert!(
+        at_file == file && lines.contains(&line.parse().unwrap()),
+        "{what:?} is not in `{decl}` ({file}:{lines:?})"
+    );
 }
