@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Time: [`Delta`], [`Instant`] and [`delay::fsleep`].
+//! Time: [`Delta`], [`Instant`] on a [`ClockSource`], and [`delay::fsleep`].
 
-use core::ops::Sub;
+use core::{
+    marker::PhantomData,
+    ops::{
+        Add,
+        Sub, //
+    },
+};
 
 /// A span of time in nanoseconds, as upstream's `kernel::time::Delta`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -60,17 +66,71 @@ impl Delta {
     }
 }
 
-/// A point on the monotonic clock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Instant {
-    nanos: u64,
+/// A clock that [`Instant`]s are read from, as upstream's `kernel::time::ClockSource`.
+///
+/// The shim has one: [`Monotonic`], the clock of the environment (the host's monotonic
+/// clock, the kernel's `ktime_get`, or virtual time under loom).
+///
+/// # Safety
+///
+/// `ktime_get` must return nanoseconds in `0..=i64::MAX` that never go backwards.
+pub unsafe trait ClockSource {
+    /// The clock's id as the kernel's C code numbers its clocks (`clockid_t`).
+    const ID: i32;
+
+    /// Reads the clock, in nanoseconds.
+    fn ktime_get() -> i64;
 }
 
-impl Instant {
-    /// Reads the monotonic clock.
+/// The monotonic clock (`CLOCK_MONOTONIC`): time since some point in the past, never
+/// set back.
+pub struct Monotonic;
+
+// SAFETY: The environment's clock is monotonic and counts nanoseconds from a point in
+// the past; a 64-bit count of them stays below `i64::MAX` for 292 years.
+unsafe impl ClockSource for Monotonic {
+    const ID: i32 = 1;
+
+    fn ktime_get() -> i64 {
+        // CAST: below `i64::MAX` for 292 years of uptime (see the `SAFETY` above).
+        crate::env::ktime_get_ns() as i64
+    }
+}
+
+/// A point in time on clock `C`, as upstream's `kernel::time::Instant<C>`.
+///
+/// # Invariants
+///
+/// `inner` is in `0..=i64::MAX`: a reading of `C`, or one moved by a [`Delta`] that
+/// kept it there.
+#[repr(transparent)]
+#[derive(PartialEq, PartialOrd, Eq, Ord)]
+pub struct Instant<C: ClockSource> {
+    inner: i64,
+    _c: PhantomData<C>,
+}
+
+impl<C: ClockSource> Clone for Instant<C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<C: ClockSource> Copy for Instant<C> {}
+
+impl<C: ClockSource> core::fmt::Debug for Instant<C> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Instant({} ns)", self.inner)
+    }
+}
+
+impl<C: ClockSource> Instant<C> {
+    /// Reads clock `C`.
     pub fn now() -> Self {
+        // INVARIANT: `ClockSource::ktime_get` returns a value in `0..=i64::MAX`.
         Self {
-            nanos: crate::env::ktime_get_ns(),
+            inner: C::ktime_get(),
+            _c: PhantomData,
         }
     }
 
@@ -80,12 +140,46 @@ impl Instant {
     }
 }
 
-impl Sub for Instant {
+impl<C: ClockSource> Sub for Instant<C> {
     type Output = Delta;
 
     fn sub(self, earlier: Self) -> Delta {
-        // CAST: a monotonic clock difference fits in `i64` nanoseconds (292 years).
-        Delta::from_nanos(self.nanos.wrapping_sub(earlier.nanos) as i64)
+        // Both are in `0..=i64::MAX` (the invariant), so the difference cannot overflow.
+        Delta::from_nanos(self.inner - earlier.inner)
+    }
+}
+
+impl<C: ClockSource> Add<Delta> for Instant<C> {
+    type Output = Self;
+
+    /// # Panics
+    ///
+    /// If the sum leaves `0..=i64::MAX` (with overflow checks, as upstream).
+    fn add(self, delta: Delta) -> Self {
+        let inner = self.inner + delta.as_nanos();
+        // INVARIANT: checked, as upstream does with overflow checks on.
+        debug_assert!(inner >= 0);
+        Self {
+            inner,
+            _c: PhantomData,
+        }
+    }
+}
+
+impl<C: ClockSource> Sub<Delta> for Instant<C> {
+    type Output = Self;
+
+    /// # Panics
+    ///
+    /// If the difference leaves `0..=i64::MAX` (with overflow checks, as upstream).
+    fn sub(self, delta: Delta) -> Self {
+        let inner = self.inner - delta.as_nanos();
+        // INVARIANT: checked, as upstream does with overflow checks on.
+        debug_assert!(inner >= 0);
+        Self {
+            inner,
+            _c: PhantomData,
+        }
     }
 }
 

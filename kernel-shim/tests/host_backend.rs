@@ -29,7 +29,8 @@ use kernel::{
     },
     time::{
         Delta,
-        Instant, //
+        Instant,
+        Monotonic, //
     },
     vdev::{
         run_beside,
@@ -112,7 +113,7 @@ fn every_barrier_flavour_executes() {
 
 #[test]
 fn poll_times_out_with_etimedout_after_the_timeout() {
-    let start = Instant::now();
+    let start = Instant::<Monotonic>::now();
     let r = read_poll_timeout(
         || Ok(0u32),
         |&v| v == 1,

@@ -94,7 +94,8 @@ pub mod tests {
         prelude::*,
         time::{
             Delta,
-            Instant, //
+            Instant,
+            Monotonic, //
         },
     };
     use nova_core::gsp::{
@@ -139,7 +140,7 @@ pub mod tests {
     #[test]
     fn a_gsp_that_keeps_logging_cannot_hold_a_wait_past_its_timeout() -> Result {
         let ((result, took, lines), sent) = with_chatty_gsp(kernel::vdev::device()?, |gsp, _| {
-            let start = Instant::now();
+            let start = Instant::<Monotonic>::now();
             let result = gsp.wait_for::<GspInitDone>(TIMEOUT).err();
             (result, start.elapsed(), gsp.log_lines)
         })?;
@@ -158,7 +159,7 @@ pub mod tests {
                 Ok(copy) => copy,
                 Err(e) => return (Some(e), Delta::ZERO, false),
             };
-            let start = Instant::now();
+            let start = Instant::<Monotonic>::now();
             let result = arena.finish_copy(&mut gsp.cmdq, copy, TIMEOUT).err();
             let skipped = gsp.cmdq.last_fault() == Some("nothing published in time")
                 || gsp.cmdq.last_fault() == Some("only skipped messages arrived in time");

@@ -25,7 +25,8 @@ pub mod tests {
         prelude::*,
         time::{
             Delta,
-            Instant, //
+            Instant,
+            Monotonic, //
         },
     };
     use nova_core::{
@@ -263,7 +264,7 @@ pub mod tests {
     /// Echoes until the kill the runner was asked for lands, or [`KILL_DEADLINE_MS`].
     fn echo_until_killed(iv: &mut IvshmemGsp<'static>) -> Result<Killed> {
         let (gsp, bell) = iv.gsp()?;
-        let start = Instant::now();
+        let start = Instant::<Monotonic>::now();
         let mut found = Echoes::default();
         // Echoes go on until the kill lands; the first one after it must time out.
         let err = loop {

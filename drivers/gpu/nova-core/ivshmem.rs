@@ -41,7 +41,8 @@ use kernel::{
     time::{
         delay::fsleep,
         Delta,
-        Instant, //
+        Instant,
+        Monotonic, //
     },
 };
 
@@ -274,7 +275,7 @@ impl<'a> IvshmemGsp<'a> {
     /// Waits up to `timeout` for a GSP to attach whose generation is not `after`, sleeping
     /// on the signal (a GSP rings the driver when it attaches) or polling.
     fn wait_for_gsp(&self, after: Option<u32>, timeout: Delta) -> Result<GspAttach> {
-        let start = Instant::now();
+        let start = Instant::<Monotonic>::now();
         loop {
             let seen = self.signal.map(|s| s.count());
             let attach = self.gsp_attach()?;

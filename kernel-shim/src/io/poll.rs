@@ -10,7 +10,8 @@ use crate::{
     time::{
         delay::fsleep,
         Delta,
-        Instant, //
+        Instant,
+        Monotonic, //
     },
 };
 
@@ -31,7 +32,7 @@ where
     Op: FnMut() -> Result<T>,
     Cond: FnMut(&T) -> bool,
 {
-    let start = Instant::now();
+    let start = Instant::<Monotonic>::now();
     loop {
         let val = op()?;
         if cond(&val) {

@@ -100,7 +100,8 @@ use kernel::{
     },
     time::{
         Delta,
-        Instant, //
+        Instant,
+        Monotonic, //
     },
 };
 use zerocopy::IntoBytes;
@@ -143,7 +144,7 @@ pub const NAP: Delta = Delta::from_micros(50);
 /// beyond its timeout.
 pub(crate) struct Budget {
     timeout: Delta,
-    start: Option<Instant>,
+    start: Option<Instant<Monotonic>>,
 }
 
 impl Budget {
@@ -162,7 +163,7 @@ impl Budget {
         }
         match self.start {
             None => {
-                self.start = Some(Instant::now());
+                self.start = Some(Instant::<Monotonic>::now());
                 self.timeout
             }
             Some(start) => {

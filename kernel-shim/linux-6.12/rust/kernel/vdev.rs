@@ -48,7 +48,8 @@ use crate::{
     time::{
         msecs_to_jiffies,
         Delta,
-        Instant, //
+        Instant,
+        Monotonic, //
     },
 };
 
@@ -159,7 +160,7 @@ impl<const SIZE: usize> SimBar<SIZE> {
     /// Waits until the doorbell count differs from `seen` or `timeout` passes, and
     /// returns the count.
     pub fn wait_doorbell(&self, seen: u64, timeout: Delta) -> u64 {
-        let start = Instant::now();
+        let start = Instant::<Monotonic>::now();
         let mut rings = self.bells.rings.lock();
         while *rings == seen {
             let left = timeout.as_millis() - start.elapsed().as_millis();
