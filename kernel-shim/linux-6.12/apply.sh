@@ -43,6 +43,7 @@ copy "$SHIM/src/io/poll.rs" rust/kernel/io/poll.rs
 copy "$SHIM/src/sync/atomic.rs" rust/kernel/sync/atomic.rs
 copy "$SHIM/src/sync/barrier.rs" rust/kernel/sync/barrier.rs
 copy "$SHIM/src/time.rs" rust/kernel/time/delta.rs
+copy "$SHIM/src/transmute.rs" rust/kernel/transmute.rs
 copy "$SHIM/src/kunit.rs" rust/kernel/kunit/suite.rs
 copy "$SHIM/macros/src/kunit.rs" rust/macros/kunit.rs
 # Only in a kernel.

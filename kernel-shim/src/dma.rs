@@ -35,38 +35,11 @@ use crate::{
         Result, //
     },
     sync::atomic::AtomicU64,
+    transmute::{
+        AsBytes,
+        FromBytes, //
+    },
 };
-
-/// Types that may be created from any bit pattern, including all zeroes.
-///
-/// # Safety
-///
-/// Every bit pattern of `size_of::<Self>()` bytes must be a valid value.
-pub unsafe trait FromBytes {}
-
-/// Types whose every byte is initialised (no padding), so they can be viewed as bytes.
-///
-/// # Safety
-///
-/// `Self` must contain no padding and no interior mutability.
-pub unsafe trait AsBytes {}
-
-macro_rules! impl_bytes {
-    ($($t:ty),*) => {
-        $(
-            // SAFETY: Primitive integers are valid for every bit pattern.
-            unsafe impl FromBytes for $t {}
-            // SAFETY: Primitive integers have no padding.
-            unsafe impl AsBytes for $t {}
-        )*
-    };
-}
-impl_bytes!(u8, u16, u32, u64, i8, i16, i32, i64);
-
-// SAFETY: Arrays of `FromBytes` are valid for every bit pattern.
-unsafe impl<T: FromBytes, const N: usize> FromBytes for [T; N] {}
-// SAFETY: Arrays of `AsBytes` have no padding between elements.
-unsafe impl<T: AsBytes, const N: usize> AsBytes for [T; N] {}
 
 /// A bus address as the device sees it.
 pub type DmaAddress = u64;

@@ -36,6 +36,7 @@ pub mod prelude;
 pub mod print;
 pub mod sync;
 pub mod time;
+pub mod transmute;
 #[cfg(feature = "host")]
 pub mod vdev;
 

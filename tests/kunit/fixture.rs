@@ -4,13 +4,15 @@
 
 use kernel::{
     dma::{
-        AsBytes,
         CoherentAllocation,
-        DmaView,
-        FromBytes, //
+        DmaView, //
     },
     prelude::*,
     time::Delta,
+    transmute::{
+        AsBytes,
+        FromBytes, //
+    },
     vdev::SimBar, //
 };
 use nova_core::gsp::{

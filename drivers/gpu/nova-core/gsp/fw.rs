@@ -242,15 +242,15 @@ pub struct GspMem {
 
 // SAFETY: `GspMem` is integers and byte arrays only; zerocopy's `FromBytes` derive
 // (checked by the compiler above) proves every bit pattern valid.
-unsafe impl kernel::dma::FromBytes for GspMem {}
+unsafe impl kernel::transmute::FromBytes for GspMem {}
 // SAFETY: zerocopy's `IntoBytes` derive above proves `GspMem` has no padding.
-unsafe impl kernel::dma::AsBytes for GspMem {}
+unsafe impl kernel::transmute::AsBytes for GspMem {}
 
 // SAFETY: `MsgqTxHeader` is eight `u32`s: every bit pattern is valid (zerocopy's
 // `FromBytes` derive above checks it).
-unsafe impl kernel::dma::FromBytes for MsgqTxHeader {}
+unsafe impl kernel::transmute::FromBytes for MsgqTxHeader {}
 // SAFETY: zerocopy's `IntoBytes` derive above proves it has no padding.
-unsafe impl kernel::dma::AsBytes for MsgqTxHeader {}
+unsafe impl kernel::transmute::AsBytes for MsgqTxHeader {}
 
 /// Byte offset of `cpuq` in [`GspMem`] (`cmdQueueOffset` of the GSP init arguments).
 pub const CPUQ_OFFSET: usize = core::mem::offset_of!(GspMem, cpuq);
