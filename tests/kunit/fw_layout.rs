@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The shared-memory layout, header initialisation and checksum.
+//! The shared-memory layout, header initialisation and checksum; the r570 layouts of
+//! the structures the driver and the GSP exchange, read back as bytes at r570's offsets
+//! (those of the r570_144 bindings of Linux 7.3).
 
 use kernel::prelude::*;
 
@@ -16,8 +18,47 @@ pub mod tests {
         dma_read,
         prelude::*, //
     };
-    use nova_core::gsp::fw::*;
+    use nova_core::gsp::{
+        commands::{
+            ConfigMirror,
+            GetGspStaticInfo,
+            GspSetSystemInfo,
+            GspStaticConfigInfo,
+            PackedRegistryEntry,
+            PackedRegistryTable,
+            PciFunction,
+            UnloadingGuestDriver,
+            MAX_USER_VA, //
+        },
+        fw::*,
+    };
     use zerocopy::IntoBytes;
+
+    /// Returns the little-endian `u32` at `offset` of `bytes`.
+    fn le32(bytes: &[u8], offset: usize) -> u32 {
+        let mut word = [0; 4];
+        word.copy_from_slice(&bytes[offset..offset + 4]);
+        u32::from_le_bytes(word)
+    }
+
+    /// Returns the little-endian `u64` at `offset` of `bytes`.
+    fn le64(bytes: &[u8], offset: usize) -> u64 {
+        u64::from(le32(bytes, offset + 4)) << 32 | u64::from(le32(bytes, offset))
+    }
+
+    /// A PCI function whose every value differs from the others.
+    const PCI: PciFunction = PciFunction {
+        bar0: 0x1111_0000_0000,
+        bar1: 0x2222_0000_0000,
+        bar3: 0x3333_0000_0000,
+        bus_dev_fn: 0x4142,
+        vendor_id: 0x10de,
+        device_id: 0x2684,
+        subsystem_vendor_id: 0x1458,
+        subsystem_id: 0x40bf,
+        revision_id: 0xa1,
+        config_mirror: ConfigMirror::TU102,
+    };
 
     use crate::fixture::Pair;
 
@@ -37,6 +78,7 @@ pub mod tests {
     #[test]
     fn element_header_layout_matches_r570() {
         assert_eq!(size_of::<GspMsgElement>(), 80);
+        assert_eq!(offset_of!(GspMsgElement, aad_buffer), 0x10);
         assert_eq!(offset_of!(GspMsgElement, check_sum), 0x20);
         assert_eq!(offset_of!(GspMsgElement, seq_num), 0x24);
         assert_eq!(offset_of!(GspMsgElement, elem_count), 0x28);
@@ -44,6 +86,116 @@ pub mod tests {
         assert_eq!(size_of::<GspRpcHeader>(), 32);
         assert_eq!(RPC_SIGNATURE, 0x4350_5256);
         assert_eq!(RPC_HEADER_VERSION.into_bits(), 0x0300_0000);
+    }
+
+    #[test]
+    fn rpc_header_fields_sit_at_r570_offsets() {
+        let h = GspMsgElement::new(5, function::SET_REGISTRY, 9, 100, 100);
+        let rpc = h.rpc.as_bytes();
+        assert_eq!(le32(rpc, 0x0), 0x0300_0000);
+        assert_eq!(le32(rpc, 0x4), RPC_SIGNATURE);
+        assert_eq!(le32(rpc, 0x8), 32 + 100);
+        assert_eq!(le32(rpc, 0xc), function::SET_REGISTRY);
+        assert_eq!(le32(rpc, 0x10), RPC_RESULT_PENDING);
+        assert_eq!(le32(rpc, 0x14), RPC_RESULT_PENDING);
+        assert_eq!(le32(rpc, 0x18), 9);
+        assert_eq!(le32(rpc, 0x1c), 0);
+        let element = h.as_bytes();
+        assert_eq!(le32(element, 0x24), 5);
+        assert_eq!(le32(element, 0x28), 1);
+    }
+
+    #[test]
+    fn tx_header_fields_sit_at_r570_offsets() {
+        let tx = MsgqTxHeader::new();
+        let bytes = tx.as_bytes();
+        let words: [u32; 8] = core::array::from_fn(|i| le32(bytes, i * 4));
+        // version, size, msgSize, msgCount, writePtr, flags, rxHdrOff, entryOff.
+        assert_eq!(words, [0, 0x40000, 0x1000, 63, 0, 1, 0x20, 0x1000]);
+        assert_eq!(size_of::<MsgqRxHeader>(), 4);
+    }
+
+    #[test]
+    fn system_info_layout_matches_r570() {
+        assert_eq!(size_of::<GspSetSystemInfo>(), 0x3a0);
+        assert_eq!(offset_of!(GspSetSystemInfo, gpu_phys_io_addr), 0x18);
+        assert_eq!(
+            offset_of!(GspSetSystemInfo, nv_domain_bus_device_func),
+            0x20
+        );
+        assert_eq!(offset_of!(GspSetSystemInfo, max_user_va), 0x48);
+        assert_eq!(offset_of!(GspSetSystemInfo, pci_config_mirror_base), 0x50);
+        assert_eq!(offset_of!(GspSetSystemInfo, pci_device_id), 0x58);
+        assert_eq!(offset_of!(GspSetSystemInfo, acpi_method_data), 0xa0);
+        assert_eq!(offset_of!(GspSetSystemInfo, vf_info), 0x358);
+        assert_eq!(offset_of!(GspSetSystemInfo, is_primary), 0x380);
+        assert_eq!(offset_of!(GspSetSystemInfo, host_page_size), 0x398);
+    }
+
+    #[test]
+    fn system_info_is_filled_from_pci_as_upstream() {
+        let info = GspSetSystemInfo::new(&PCI);
+        let bytes = info.as_bytes();
+        assert_eq!(le64(bytes, 0x00), PCI.bar0);
+        assert_eq!(le64(bytes, 0x08), PCI.bar1);
+        assert_eq!(le64(bytes, 0x10), PCI.bar3);
+        assert_eq!(le64(bytes, 0x20), 0x4142);
+        assert_eq!(le64(bytes, 0x48), (1 << 47) - 4096);
+        assert_eq!(MAX_USER_VA, (1 << 47) - 4096);
+        assert_eq!(le32(bytes, 0x50), 0x8_8000);
+        assert_eq!(le32(bytes, 0x54), 0x1000);
+        assert_eq!(le32(bytes, 0x58), 0x2684_10de);
+        assert_eq!(le32(bytes, 0x5c), 0x40bf_1458);
+        assert_eq!(le32(bytes, 0x60), 0xa1);
+        // Everything else is zero, the I/O BAR at 0x18 among it.
+        let filled = [0x00..0x18, 0x20..0x28, 0x48..0x64];
+        for (i, &b) in bytes.iter().enumerate() {
+            if !filled.iter().any(|r| r.contains(&i)) {
+                assert_eq!(b, 0, "byte {i:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn static_info_layout_matches_r570() {
+        assert_eq!(size_of::<GspStaticConfigInfo>(), 0x678);
+        assert_eq!(offset_of!(GspStaticConfigInfo, fb_regions), 0x158);
+        assert_eq!(offset_of!(GspStaticConfigInfo, fb_length), 0x4c8);
+        assert_eq!(offset_of!(GspStaticConfigInfo, name), 0x4ec);
+        assert_eq!(offset_of!(GspStaticConfigInfo, short_name), 0x52c);
+        assert_eq!(offset_of!(GspStaticConfigInfo, vbios_sub_vendor), 0x614);
+        assert_eq!(offset_of!(GspStaticConfigInfo, vbios_sub_device), 0x618);
+        assert_eq!(offset_of!(GspStaticConfigInfo, fw_wpr_layout_offset), 0x668);
+    }
+
+    #[test]
+    fn static_info_command_is_a_zeroed_structure_of_its_size() {
+        use nova_core::gsp::cmdq::CommandToGsp;
+        let cmd = GetGspStaticInfo::new();
+        let payload = cmd.payload();
+        assert_eq!(payload.len(), 0x678);
+        assert!(payload.iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn registry_layout_matches_r570() {
+        assert_eq!(size_of::<PackedRegistryTable>(), 8);
+        assert_eq!(offset_of!(PackedRegistryTable, num_entries), 4);
+        assert_eq!(size_of::<PackedRegistryEntry>(), 16);
+        assert_eq!(offset_of!(PackedRegistryEntry, type_), 4);
+        assert_eq!(offset_of!(PackedRegistryEntry, data), 8);
+        assert_eq!(offset_of!(PackedRegistryEntry, length), 12);
+    }
+
+    #[test]
+    fn unload_layout_matches_r570() {
+        let unload = UnloadingGuestDriver {
+            suspend: 1,
+            gc6_entering: 2,
+            pad: [0; 2],
+            new_level: 3,
+        };
+        assert_eq!(unload.as_bytes(), [1, 2, 0, 0, 3, 0, 0, 0]);
     }
 
     #[test]
@@ -81,6 +233,20 @@ pub mod tests {
             assert_eq!(pte(i)?, base + (i as u64) * 4096);
         }
         assert_eq!(pte(0x81)?, 0);
+        Ok(())
+    }
+
+    #[test]
+    fn pte_page_points_nowhere_past_the_region() -> Result {
+        let pair = Pair::new()?;
+        let view = pair.cmdq.gsp_mem().device_view();
+        assert_eq!(GSP_MEM_PAGES, 0x81);
+        // Upstream's entries 0x81.. point past the allocation; ours are zero.
+        for i in GSP_MEM_PAGES..GSP_PTE_COUNT {
+            let lo = view.read32(PTES_OFFSET + i * 8)?;
+            let hi = view.read32(PTES_OFFSET + i * 8 + 4)?;
+            assert_eq!((lo, hi), (0, 0), "entry {i:#x}");
+        }
         Ok(())
     }
 

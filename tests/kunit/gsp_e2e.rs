@@ -67,10 +67,7 @@ pub mod tests {
     use kernel::prelude::*;
     use nova_core::gsp::{
         cmdq::GspMessage,
-        commands::{
-            Echo,
-            GspSetSystemInfo, //
-        },
+        commands::Echo,
         fw::{
             self,
             function, //
@@ -143,12 +140,9 @@ pub mod tests {
         let ((booted, sent, found, doorbells), stats) =
             with_gsp_thread(LOG_EVERY, |gsp, bar, sim| {
                 let mut found = Findings::default();
-                let sysinfo = GspSetSystemInfo {
-                    gpu_phys_addr: 0xfd00_0000,
-                    nv_domain_bus_device_func: 0x0100,
-                    ..Default::default()
-                };
-                let booted = gsp.boot(bar, &sysinfo).map(|info| info.pci_device_id);
+                let booted = gsp
+                    .boot(bar, &vgsp::PCI_FUNCTION)
+                    .map(|info| info.fb_length);
                 let mut sent = 0u32;
                 // No echo if bring-up failed.
                 let echoes = if booted.is_ok() { ECHOES } else { 0 };

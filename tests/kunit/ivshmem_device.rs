@@ -35,10 +35,7 @@ pub mod tests {
                 GspMessage,
                 MsgqSignal, //
             },
-            commands::{
-                Echo,
-                GspSetSystemInfo, //
-            },
+            commands::Echo,
             fw::{
                 self,
                 function, //
@@ -107,12 +104,7 @@ pub mod tests {
     fn attach_and_boot(iv: &mut IvshmemGsp<'static>, after: Option<u32>) -> Result<u32> {
         let generation = iv.attach(after, ATTACH_TIMEOUT)?;
         let (gsp, bell) = iv.gsp()?;
-        let sysinfo = GspSetSystemInfo {
-            gpu_phys_addr: 0xfd00_0000,
-            nv_domain_bus_device_func: 0x0200,
-            ..Default::default()
-        };
-        let info = gsp.boot(&bell, &sysinfo)?;
+        let info = gsp.boot(&bell, &vgsp::PCI_FUNCTION)?;
         if info.gpu_name() != vgsp::GPU_NAME || info.fb_length != vgsp::FB_LENGTH {
             return Err(EIO);
         }

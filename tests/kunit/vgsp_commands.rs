@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The typed commands and the virtual GSP's answers: bring-up, static info, errors.
+//! The typed commands and the virtual GSP's answers: bring-up, static info, errors; both
+//! sides reading the r570 layouts at r570's offsets.
 
 use kernel::prelude::*;
 
@@ -9,12 +10,17 @@ use kernel::prelude::*;
 pub mod tests {
     use kernel::prelude::*;
     use nova_core::gsp::{
+        cmdq::{
+            CommandToGsp,
+            MessageFromGsp, //
+        },
         commands::{
             GetGspStaticInfo,
             GspInitDone,
             GspSetSystemInfo,
             GspStaticConfigInfo,
             LibosPrint,
+            RegistryEntryType,
             SetRegistry,
             UnloadingGuestDriver, //
         },
@@ -36,21 +42,58 @@ pub mod tests {
         LONG, //
     };
 
+    /// Returns `len` zero bytes.
+    fn zeroes(len: usize) -> Result<KVec<u8>> {
+        let mut v = KVec::new();
+        v.resize(len, 0, GFP_KERNEL)?;
+        Ok(v)
+    }
+
+    /// Stores `value` little-endian at `offset` of `bytes`.
+    fn put(bytes: &mut [u8], offset: usize, value: &[u8]) {
+        bytes[offset..offset + value.len()].copy_from_slice(value);
+    }
+
+    /// Sends `table` as `SET_REGISTRY` and returns the result of the GSP's answer: the
+    /// `rpc_result` of an error reply, `NV_OK` if `GSP_INIT_DONE` came instead.
+    fn registry_result(table: &[u8]) -> Result<u32> {
+        let mut pair = Pair::new()?;
+        pair.cmdq
+            .send_rpc(pair.bar.bar(), function::SET_REGISTRY, table, LONG)?;
+        pair.gsp_run()?;
+        loop {
+            let msg = pair.cmdq.receive_msg(LONG)?;
+            match msg.function {
+                function::UCODE_LIBOS_PRINT => continue,
+                function::GSP_INIT_DONE => return Ok(fw::NV_OK),
+                _ => return Ok(msg.rpc_result),
+            }
+        }
+    }
+
+    /// A one-entry registry table: key `"K"`, then 4 value bytes `"v\0\0\0"`; the entry
+    /// of `kind` with `data` and `length` as given.
+    fn one_entry_table(kind: u8, data: u32, length: u32) -> [u8; 30] {
+        let mut t = [0u8; 30];
+        put(&mut t, 0, &30u32.to_le_bytes());
+        put(&mut t, 4, &1u32.to_le_bytes());
+        put(&mut t, 8, &24u32.to_le_bytes());
+        t[12] = kind;
+        put(&mut t, 16, &data.to_le_bytes());
+        put(&mut t, 20, &length.to_le_bytes());
+        put(&mut t, 24, b"K\0v\0\0\0");
+        t
+    }
+
     #[test]
     fn bring_up_sequence_completes() -> Result {
         let mut pair = Pair::new()?;
-        let info = GspSetSystemInfo {
-            gpu_phys_addr: 0xfd00_0000,
-            ..Default::default()
-        };
+        let info = GspSetSystemInfo::new(&vgsp::PCI_FUNCTION);
         pair.cmdq.send_command(pair.bar.bar(), &info)?;
         pair.cmdq
             .send_command(pair.bar.bar(), &SetRegistry::new(BOOT_REGISTRY)?)?;
         pair.gsp_run()?;
-        assert_eq!(
-            pair.gsp.system_info().map(|i| i.gpu_phys_addr),
-            Some(0xfd00_0000)
-        );
+        assert_eq!(pair.gsp.system_info(), Some(&info));
         assert_eq!(pair.gsp.registry_entries(), Some(3));
         let mut lines = 0;
         loop {
@@ -69,13 +112,119 @@ pub mod tests {
         let static_info: GspStaticConfigInfo = pair.cmdq.wait_for_msg(LONG)?;
         assert_eq!(static_info.gpu_name(), vgsp::GPU_NAME);
         assert_eq!(static_info.fb_length, vgsp::FB_LENGTH);
+        let mut usable = static_info.usable_fb_regions();
+        assert_eq!(usable.next(), Some(0..vgsp::FB_LENGTH));
+        assert_eq!(usable.next(), None);
+        let pci = vgsp::PCI_FUNCTION;
+        assert_eq!(
+            (static_info.vbios_sub_vendor, static_info.vbios_sub_device),
+            (
+                u32::from(pci.subsystem_vendor_id),
+                u32::from(pci.subsystem_id)
+            )
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn gsp_reads_system_info_at_r570_offsets() -> Result {
+        let mut pair = Pair::new()?;
+        let mut raw = zeroes(0x3a0)?;
+        put(&mut raw, 0x00, &0xfd00_0000u64.to_le_bytes());
+        put(&mut raw, 0x18, &0x1234_5678u64.to_le_bytes());
+        put(&mut raw, 0x20, &0x0100u64.to_le_bytes());
+        put(&mut raw, 0x48, &0x7fff_ffff_f000u64.to_le_bytes());
+        put(&mut raw, 0x50, &0x9_2000u32.to_le_bytes());
+        put(&mut raw, 0x58, &0x2b85_10deu32.to_le_bytes());
+        put(&mut raw, 0x60, &0xa1u32.to_le_bytes());
+        raw[0x380] = 1;
+        pair.cmdq
+            .send_rpc(pair.bar.bar(), function::GSP_SET_SYSTEM_INFO, &raw, LONG)?;
+        pair.gsp_run()?;
+        let info = pair.gsp.system_info().ok_or(EIO)?;
+        assert_eq!(info.gpu_phys_addr, 0xfd00_0000);
+        assert_eq!(info.gpu_phys_io_addr, 0x1234_5678);
+        assert_eq!(info.nv_domain_bus_device_func, 0x0100);
+        assert_eq!(info.max_user_va, 0x7fff_ffff_f000);
+        assert_eq!(info.pci_config_mirror_base, 0x9_2000);
+        assert_eq!(info.pci_device_id, 0x2b85_10de);
+        assert_eq!(info.pci_revision_id, 0xa1);
+        assert_eq!(info.is_primary, 1);
+        assert_eq!(pair.gsp.stats.malformed, 0);
+        Ok(())
+    }
+
+    #[test]
+    fn gsp_refuses_system_info_of_the_wrong_size() -> Result {
+        let mut pair = Pair::new()?;
+        // The size of the eight-word structure this driver used to send.
+        let raw = zeroes(64)?;
+        let seq = pair
+            .cmdq
+            .send_rpc(pair.bar.bar(), function::GSP_SET_SYSTEM_INFO, &raw, LONG)?;
+        pair.gsp_run()?;
+        let reply = pair.cmdq.receive_msg(LONG)?;
+        assert_eq!(
+            (reply.function, reply.sequence),
+            (function::GSP_SET_SYSTEM_INFO, seq)
+        );
+        assert_eq!(reply.rpc_result, fw::NV_ERR_INVALID_ARGUMENT);
+        assert_eq!(pair.gsp.system_info(), None);
+        Ok(())
+    }
+
+    #[test]
+    fn driver_decodes_static_info_at_r570_offsets() -> Result {
+        let mut raw = zeroes(0x678)?;
+        put(&mut raw, 0x158, &1u32.to_le_bytes());
+        // Region 0: base 0x1000, limit 0x1fff, compressible and isochronous.
+        put(&mut raw, 0x160, &0x1000u64.to_le_bytes());
+        put(&mut raw, 0x168, &0x1fffu64.to_le_bytes());
+        raw[0x160 + 0x1c] = 1;
+        raw[0x160 + 0x1d] = 1;
+        put(&mut raw, 0x4c8, &(3u64 << 30).to_le_bytes());
+        put(&mut raw, 0x4ec, b"NVIDIA Test GPU\0");
+        put(&mut raw, 0x618, &0x1234u32.to_le_bytes());
+        let info = GspStaticConfigInfo::decode(&raw)?;
+        assert_eq!(info.gpu_name(), "NVIDIA Test GPU");
+        assert_eq!(info.fb_length, 3 << 30);
+        assert_eq!(info.vbios_sub_device, 0x1234);
+        let mut usable = info.usable_fb_regions();
+        assert_eq!(usable.next(), Some(0x1000..0x2000));
+        assert_eq!(usable.next(), None);
+        Ok(())
+    }
+
+    #[test]
+    fn driver_refuses_static_info_of_the_wrong_size() -> Result {
+        // The size of the made-up structure this driver used to expect.
+        let raw = zeroes(88)?;
+        assert_eq!(GspStaticConfigInfo::decode(&raw).err(), Some(EIO));
+        Ok(())
+    }
+
+    #[test]
+    fn gsp_answers_static_info_in_the_size_of_the_request() -> Result {
+        let mut pair = Pair::new()?;
+        let seq = pair
+            .cmdq
+            .send_command(pair.bar.bar(), &GetGspStaticInfo::new())?;
+        pair.gsp_run()?;
+        let reply = pair.cmdq.receive_msg(LONG)?;
+        assert_eq!(
+            (reply.function, reply.sequence),
+            (function::GET_GSP_STATIC_INFO, seq)
+        );
+        assert_eq!(reply.payload.len(), 0x678);
+        let name = &reply.payload[0x4ec..0x4ec + vgsp::GPU_NAME.len() + 1];
+        assert_eq!(&name[..vgsp::GPU_NAME.len()], vgsp::GPU_NAME.as_bytes());
+        assert_eq!(name[vgsp::GPU_NAME.len()], 0);
         Ok(())
     }
 
     #[test]
     fn registry_table_is_packed_as_r570() -> Result {
         let reg = SetRegistry::new(&[("A", 5), ("BC", 6)])?;
-        use nova_core::gsp::cmdq::CommandToGsp;
         let p = reg.payload();
         // Header 8, two entries of 16, then "A\0BC\0".
         assert_eq!(p.len(), 8 + 32 + 5);
@@ -87,6 +236,58 @@ pub mod tests {
         assert_eq!(&p[24..28], &42u32.to_le_bytes());
         assert_eq!(&p[40..], b"A\0BC\0");
         assert_eq!(SetRegistry::new(&[("bad\0key", 1)]).err(), Some(EINVAL));
+        Ok(())
+    }
+
+    #[test]
+    fn registry_numbers_have_length_zero_as_upstream() -> Result {
+        let reg = SetRegistry::new(&[("A", 5), ("BC", 6)])?;
+        let p = reg.payload();
+        assert_eq!(p[12], RegistryEntryType::Dword as u8);
+        assert_eq!(&p[20..24], &0u32.to_le_bytes());
+        assert_eq!(p[28], RegistryEntryType::Dword as u8);
+        assert_eq!(&p[36..40], &0u32.to_le_bytes());
+        Ok(())
+    }
+
+    #[test]
+    fn gsp_accepts_a_number_of_length_zero_or_four() -> Result {
+        assert_eq!(registry_result(&one_entry_table(1, 7, 0))?, fw::NV_OK);
+        assert_eq!(registry_result(&one_entry_table(1, 7, 4))?, fw::NV_OK);
+        Ok(())
+    }
+
+    #[test]
+    fn gsp_refuses_a_number_of_another_length() -> Result {
+        assert_eq!(
+            registry_result(&one_entry_table(1, 7, 8))?,
+            fw::NV_ERR_INVALID_ARGUMENT
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn gsp_accepts_a_string_inside_the_table() -> Result {
+        // "v\0" at offset 26.
+        assert_eq!(registry_result(&one_entry_table(3, 26, 2))?, fw::NV_OK);
+        Ok(())
+    }
+
+    #[test]
+    fn gsp_refuses_a_value_past_the_table() -> Result {
+        assert_eq!(
+            registry_result(&one_entry_table(2, 26, 5))?,
+            fw::NV_ERR_INVALID_ARGUMENT
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn gsp_refuses_an_entry_of_unknown_type() -> Result {
+        assert_eq!(
+            registry_result(&one_entry_table(4, 7, 0))?,
+            fw::NV_ERR_INVALID_ARGUMENT
+        );
         Ok(())
     }
 
@@ -167,9 +368,9 @@ pub mod tests {
 
     #[test]
     fn init_done_and_log_decode() -> Result {
-        let done = <GspInitDone as nova_core::gsp::cmdq::MessageFromGsp>::decode(&[0, 0, 0, 0])?;
+        let done = GspInitDone::decode(&[0, 0, 0, 0])?;
         assert_eq!(done.status, 0);
-        let line = <LibosPrint as nova_core::gsp::cmdq::MessageFromGsp>::decode(b"hi")?;
+        let line = LibosPrint::decode(b"hi")?;
         assert!(line.line[..] == b"hi"[..]);
         Ok(())
     }

@@ -28,6 +28,7 @@ use crate::gsp::{
         GspInitDone,
         GspSetSystemInfo,
         GspStaticConfigInfo,
+        PciFunction,
         SetRegistry, //
     },
     fw::{
@@ -40,7 +41,8 @@ use crate::gsp::{
 /// How long the bring-up waits for each answer of the GSP.
 pub const BOOT_TIMEOUT: Delta = Delta::from_secs(5);
 
-/// The registry keys the driver hands the GSP at boot.
+/// The registry keys the driver hands the GSP at boot: upstream's (which adds
+/// `RMSetSriovMode` only when vGPU is enabled, which this driver does not do).
 pub const BOOT_REGISTRY: &[(&str, u32)] = &[
     ("RMSecBusResetEnable", 1),
     ("RMForcePcieConfigSave", 1),
@@ -121,19 +123,16 @@ impl Gsp {
         self.cmdq.decode_reply(&msg)
     }
 
-    /// Runs the bring-up sequence: system information and registry to the GSP, wait for
-    /// `GSP_INIT_DONE`, then query the static configuration.
+    /// Runs the bring-up sequence: system information (filled from `pci` by
+    /// [`GspSetSystemInfo::new`]) and registry to the GSP, wait for `GSP_INIT_DONE`, then
+    /// query the static configuration.
     ///
     /// # Errors
     ///
     /// - `ETIMEDOUT` if the GSP does not answer within [`BOOT_TIMEOUT`].
     /// - `EIO` if `GSP_INIT_DONE` reports a failure, or any receive error.
-    pub fn boot(
-        &mut self,
-        bar: &impl Doorbell,
-        sysinfo: &GspSetSystemInfo,
-    ) -> Result<GspStaticConfigInfo> {
-        self.send(bar, sysinfo)?;
+    pub fn boot(&mut self, bar: &impl Doorbell, pci: &PciFunction) -> Result<GspStaticConfigInfo> {
+        self.send(bar, &GspSetSystemInfo::new(pci))?;
         self.send(bar, &SetRegistry::new(BOOT_REGISTRY)?)?;
         let done: GspInitDone = self.wait_for(BOOT_TIMEOUT)?;
         if done.status != crate::gsp::fw::NV_OK {
@@ -142,9 +141,10 @@ impl Gsp {
         self.send(bar, &GetGspStaticInfo::new())?;
         let info: GspStaticConfigInfo = self.wait_for(BOOT_TIMEOUT)?;
         pr_info!(
-            "gsp: GPU \"{}\", {} MiB of frame buffer\n",
+            "gsp: GPU \"{}\", {} MiB of frame buffer in {} usable region(s)\n",
             info.gpu_name(),
-            info.fb_length >> 20
+            info.fb_length >> 20,
+            info.usable_fb_regions().count()
         );
         Ok(info)
     }

@@ -40,11 +40,15 @@ use kernel::{
 use nova_core::gsp::{
     commands::{
         CeCopy,
+        ConfigMirror,
+        FbRegion,
         GspInitDone,
         GspSetSystemInfo,
         GspStaticConfigInfo,
         PackedRegistryEntry,
-        PackedRegistryTable, //
+        PackedRegistryTable,
+        PciFunction,
+        RegistryEntryType, //
     },
     fw::{
         self,
@@ -67,14 +71,35 @@ use nova_core::mbarrier::{
 };
 use zerocopy::{
     FromBytes,
-    FromZeros,
     IntoBytes, //
 };
 
 /// The name the virtual GPU reports.
 pub const GPU_NAME: &str = "NVIDIA vGSP virtual GPU";
-/// The frame buffer size the virtual GPU reports.
+/// The short name the virtual GPU reports.
+pub const GPU_SHORT_NAME: &str = "vGSP";
+
+// Both names fit their 64-byte fields with their NUL.
+const _: () = assert!(GPU_NAME.len() < 64 && GPU_SHORT_NAME.len() < 64);
+/// The frame buffer size the virtual GPU reports, all of it one usable region.
 pub const FB_LENGTH: u64 = 256 << 20;
+
+/// The PCI function of the virtual GPU, as a driver's probe would find it: made-up bus
+/// addresses, NVIDIA's vendor id, a Blackwell device id (so the Hopper/Blackwell
+/// configuration mirror). The GSP reports its subsystem ids back as the VBIOS's in the
+/// static configuration.
+pub const PCI_FUNCTION: PciFunction = PciFunction {
+    bar0: 0xfd00_0000,
+    bar1: 0xe000_0000,
+    bar3: 0xf000_0000,
+    bus_dev_fn: 0x0100,
+    vendor_id: 0x10de,
+    device_id: 0x2b85,
+    subsystem_vendor_id: 0x10de,
+    subsystem_id: 0x2b85,
+    revision_id: 0xa1,
+    config_mirror: ConfigMirror::GH100,
+};
 
 /// What one [`Vgsp::step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -541,14 +566,7 @@ impl<'a> Vgsp<'a> {
                 None => return self.reject(function, sequence),
             },
             function::GET_GSP_STATIC_INFO => {
-                let mut info = GspStaticConfigInfo::read_from_bytes(payload)
-                    .unwrap_or_else(|_| GspStaticConfigInfo::new_zeroed());
-                info.gpu_name_string = [0; 64];
-                info.gpu_name_string[..GPU_NAME.len()].copy_from_slice(GPU_NAME.as_bytes());
-                info.pci_device_id = 0x2b85_10de;
-                info.fb_region_count = 1;
-                info.fb_length = FB_LENGTH;
-                info.bar1_size = FB_LENGTH;
+                let info = static_info(payload);
                 let mut out = KVec::new();
                 out.extend_from_slice(info.as_bytes(), GFP_KERNEL)?;
                 self.reply(function, sequence, out)?;
@@ -819,17 +837,64 @@ fn read_cpuq(mem: DmaView<'_>, read_ptr: u32, pos: usize, dst: &mut [u8]) -> Res
     })
 }
 
-/// Checks a `PACKED_REGISTRY_TABLE`; returns its number of entries.
+/// Returns the static configuration of the virtual GPU, filled into `request` (the
+/// driver's zeroed structure) where that has the right size, into zeroes otherwise: its
+/// names, [`FB_LENGTH`] of frame buffer as one usable region, and the subsystem ids of
+/// [`PCI_FUNCTION`] as the VBIOS's.
+fn static_info(request: &[u8]) -> GspStaticConfigInfo {
+    let mut info = GspStaticConfigInfo::read_from_bytes(request).unwrap_or_default();
+    info.name = [0; 64];
+    // PANIC: both names are shorter than their fields (asserted beside them).
+    info.name[..GPU_NAME.len()].copy_from_slice(GPU_NAME.as_bytes());
+    info.name_utf16 = [0; 64];
+    for (unit, byte) in info.name_utf16.iter_mut().zip(GPU_NAME.bytes()) {
+        *unit = u16::from(byte);
+    }
+    info.short_name = [0; 64];
+    info.short_name[..GPU_SHORT_NAME.len()].copy_from_slice(GPU_SHORT_NAME.as_bytes());
+    info.fb_length = FB_LENGTH;
+    info.fb_regions.count = 1;
+    info.fb_regions.regions[0] = FbRegion {
+        base: 0,
+        limit: FB_LENGTH - 1,
+        support_compressed: 1,
+        support_iso: 1,
+        ..FbRegion::default()
+    };
+    info.vbios_valid = 1;
+    info.vbios_sub_vendor = u32::from(PCI_FUNCTION.subsystem_vendor_id);
+    info.vbios_sub_device = u32::from(PCI_FUNCTION.subsystem_id);
+    info
+}
+
+/// Checks a packed registry table as r570 lays it out; returns its number of entries.
+///
+/// The table's `size` must be the payload's length, and every entry must lie inside it
+/// with a NUL-terminated key and a known type: a number with `length` 0 (as upstream
+/// sends it) or 4 (as nouveau does), or a blob or string whose `length` bytes at offset
+/// `data` lie inside the table (a string's last one its NUL).
 fn parse_registry(payload: &[u8]) -> Option<u32> {
     let (table, rest) = PackedRegistryTable::read_from_prefix(payload).ok()?;
-    if table.size as usize != payload.len() {
+    if usize::try_from(table.size).ok()? != payload.len() {
         return None;
     }
     let mut entries = rest;
     for _ in 0..table.num_entries {
         let (entry, next) = PackedRegistryEntry::read_from_prefix(entries).ok()?;
-        let name = payload.get(entry.name_offset as usize..)?;
+        let name = payload.get(usize::try_from(entry.name_offset).ok()?..)?;
         name.iter().position(|&b| b == 0)?;
+        let length = usize::try_from(entry.length).ok()?;
+        match RegistryEntryType::try_from(entry.type_).ok()? {
+            RegistryEntryType::Dword if length == 0 || length == 4 => {}
+            RegistryEntryType::Dword => return None,
+            kind => {
+                let start = usize::try_from(entry.data).ok()?;
+                let value = payload.get(start..start.checked_add(length)?)?;
+                if kind == RegistryEntryType::String && value.last() != Some(&0) {
+                    return None;
+                }
+            }
+        }
         entries = next;
     }
     Some(table.num_entries)

@@ -24,7 +24,6 @@ use kernel::{
 use nova_core::gsp::{
     commands::{
         Echo,
-        GspSetSystemInfo,
         UnloadingGuestDriver, //
     },
     fw::{
@@ -39,19 +38,12 @@ const __LOG_PREFIX: &[u8] = b"vgsp_host\0";
 /// Boots the GSP and exchanges a few commands, printing each.
 fn bring_up() -> Result {
     let (result, stats) = vgsp_host::with_gsp_thread(0, |gsp, bar, sim| -> Result {
-        let sysinfo = GspSetSystemInfo {
-            gpu_phys_addr: 0xfd00_0000,
-            gpu_phys_fb_addr: 0xe000_0000,
-            gpu_phys_inst_addr: 0xf000_0000,
-            nv_domain_bus_device_func: 0x0100,
-            max_user_va: 1 << 47,
-            ..Default::default()
-        };
-        let info = gsp.boot(bar, &sysinfo)?;
+        let info = gsp.boot(bar, &vgsp::PCI_FUNCTION)?;
         pr_info!(
-            "gsp: static info: pci id {:#010x}, bar1 {} MiB\n",
-            info.pci_device_id,
-            info.bar1_size >> 20
+            "gsp: static info: VBIOS subsystem {:04x}:{:04x}, short name \"{}\"\n",
+            info.vbios_sub_vendor,
+            info.vbios_sub_device,
+            info.gpu_short_name()
         );
 
         for len in [8usize, 4096, 200 * 1024] {

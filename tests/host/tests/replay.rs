@@ -158,7 +158,7 @@ fn write_fuzz_seeds() {
     pair.cmdq
         .send_command(pair.bar.bar(), &Echo(b"fuzz me"))
         .unwrap();
-    let info = nova_core::gsp::commands::GspSetSystemInfo::default();
+    let info = nova_core::gsp::commands::GspSetSystemInfo::new(&vgsp::PCI_FUNCTION);
     pair.cmdq.send_command(pair.bar.bar(), &info).unwrap();
     let mut cpuq = vec![0u8; 3 * 0x1000];
     pair.view()

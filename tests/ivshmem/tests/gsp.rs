@@ -48,10 +48,7 @@ use kernel::{
 use nova_core::{
     gsp::{
         cmdq::MsgqSignal,
-        commands::{
-            Echo,
-            GspSetSystemInfo, //
-        },
+        commands::Echo,
         fw::{
             self,
             function, //
@@ -309,7 +306,7 @@ impl Drop for Rig {
 fn attach_and_boot(iv: &mut IvshmemGsp<'_>, after: Option<u32>) -> u32 {
     let generation = iv.attach(after, ATTACH_TIMEOUT).unwrap();
     let (gsp, bell) = iv.gsp().unwrap();
-    let info = gsp.boot(&bell, &GspSetSystemInfo::default()).unwrap();
+    let info = gsp.boot(&bell, &vgsp::PCI_FUNCTION).unwrap();
     assert_eq!(info.gpu_name(), vgsp::GPU_NAME);
     // A GSP that started over on the fresh queues: its whole boot log, once.
     assert_eq!(gsp.log_lines, BOOT_LOG_LINES);

@@ -3,8 +3,19 @@
 //! The RPCs the driver exchanges with the GSP.
 //!
 //! Fixed-size payloads are `repr(C)` structures viewed as bytes with zerocopy; variable
-//! ones (the registry, the log) are encoded explicitly. The structures carry the fields
-//! of the r570 ones that this driver uses, in their r570 order.
+//! ones (the registry, the log) are encoded explicitly.
+//!
+//! # Where the layouts come from
+//!
+//! The r570 structures ([`GspSetSystemInfo`], [`GspStaticConfigInfo`], the registry
+//! table, [`UnloadingGuestDriver`]) are whole: every field the firmware has, at the
+//! offset it has there, and the same total size. The sizes and offsets are those of the
+//! r570_144 bindings that Linux 7.3's nova-core carries
+//! (`drivers/gpu/nova-core/gsp/fw/r570_144/bindings.rs`), worked out with `repr(C)`
+//! rules and pinned below with `fw`'s `assert_layout!`; the definitions and names are
+//! this crate's. Nested r570 structures the driver does not look into are opaque byte
+//! arrays of the right size and offset; implicit padding is spelled out as `pad*`
+//! fields, which are zero.
 
 use kernel::prelude::*;
 use static_assertions::const_assert_eq;
@@ -21,35 +32,373 @@ use crate::gsp::{
         CommandToGsp,
         MessageFromGsp, //
     },
-    fw::function, //
+    fw::{
+        assert_layout,
+        function,
+        GSP_PAGE_SIZE, //
+    },
 };
 
-/// `GSP_SET_SYSTEM_INFO`: tells the GSP where the GPU and its PCI config live
-/// (`GspSystemInfo`, the leading fields).
+/// Where a GPU mirrors its PCI configuration space inside BAR0: a property of the chipset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConfigMirror {
+    /// The BAR0 offset of the mirror.
+    pub base: u32,
+    /// Its size in bytes.
+    pub size: u32,
+}
+
+impl ConfigMirror {
+    /// The mirror of Turing, Ampere and Ada GPUs.
+    pub const TU102: Self = Self {
+        base: 0x8_8000,
+        size: 0x1000,
+    };
+    /// The mirror of Hopper and Blackwell GPUs.
+    pub const GH100: Self = Self {
+        base: 0x9_2000,
+        size: 0x1000,
+    };
+}
+
+/// What the driver's probe knows of the GPU's PCI function, from which
+/// [`GspSetSystemInfo::new`] fills the system information.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PciFunction {
+    /// The bus address where BAR0 (the registers) starts.
+    pub bar0: u64,
+    /// The bus address where BAR1 (the frame buffer aperture) starts.
+    pub bar1: u64,
+    /// The bus address where BAR3 (instance memory) starts.
+    pub bar3: u64,
+    /// The function's requester id: bus number in bits 15:8, device and function in 7:0.
+    pub bus_dev_fn: u16,
+    /// The PCI vendor id.
+    pub vendor_id: u16,
+    /// The PCI device id.
+    pub device_id: u16,
+    /// The PCI subsystem vendor id.
+    pub subsystem_vendor_id: u16,
+    /// The PCI subsystem id.
+    pub subsystem_id: u16,
+    /// The PCI revision id.
+    pub revision_id: u8,
+    /// The chipset's mirror of the configuration space.
+    pub config_mirror: ConfigMirror,
+}
+
+/// The highest user virtual address the driver announces: 128 TiB less one page, as
+/// upstream does (a fixed value, not any one task's limit).
+// CAST: 4096.
+pub const MAX_USER_VA: u64 = (1 << 47) - GSP_PAGE_SIZE as u64;
+
+/// The PCI ids of a device on the path to the GPU (a bus-info block of r570's system
+/// information).
 #[repr(C)]
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
 )]
-pub struct GspSetSystemInfo {
-    /// BAR0 bus address.
-    pub gpu_phys_addr: u64,
-    /// BAR1 (framebuffer) bus address.
-    pub gpu_phys_fb_addr: u64,
-    /// BAR2/3 (instance memory) bus address.
-    pub gpu_phys_inst_addr: u64,
-    /// MMIO aperture of the PCI config mirror.
-    pub pci_config_mirror_base: u64,
-    /// Size of the PCI config mirror.
-    pub pci_config_mirror_size: u64,
-    /// PCI domain, bus, device and function.
-    pub nv_domain_bus_device_func: u64,
-    /// The highest bus address the GPU may use.
-    pub sim_access_buf_phys_addr: u64,
-    /// Maximum user VA bits.
-    pub max_user_va: u64,
+pub struct BusInfo {
+    /// The device id.
+    pub device_id: u16,
+    /// The vendor id.
+    pub vendor_id: u16,
+    /// The subsystem id.
+    pub subdevice_id: u16,
+    /// The subsystem vendor id.
+    pub subvendor_id: u16,
+    /// The revision id.
+    pub revision_id: u8,
+    /// Padding, zero.
+    pub pad: u8,
 }
 
-const_assert_eq!(core::mem::size_of::<GspSetSystemInfo>(), 64);
+assert_layout!(BusInfo, size 0xa, {
+    device_id: 0x0,
+    vendor_id: 0x2,
+    subdevice_id: 0x4,
+    subvendor_id: 0x6,
+    revision_id: 0x8,
+});
+const_assert_eq!(core::mem::align_of::<BusInfo>(), 2);
+
+/// What ACPI methods of the platform returned (r570's ACPI method data block). The
+/// driver has no ACPI data to pass: all zero, `valid` 0.
+#[repr(C, align(4))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct AcpiMethodData {
+    /// Non-zero if the tables below hold data.
+    pub valid: u8,
+    /// Padding, zero.
+    pub pad: [u8; 3],
+    /// The display-output (`_DOD`) method's result, opaque.
+    pub dod: [u8; 0x48],
+    /// The `JT` (GPU power control) method's result, opaque.
+    pub jt: [u8; 0xc],
+    /// The `MXM`/mux method's tables, opaque.
+    pub mux: [u8; 0x244],
+    /// The Optimus capabilities method's result, opaque.
+    pub caps: [u8; 0x8],
+}
+
+assert_layout!(AcpiMethodData, size 0x2a4, {
+    valid: 0x0,
+    dod: 0x4,
+    jt: 0x4c,
+    mux: 0x58,
+    caps: 0x29c,
+});
+
+/// What the GPU's SR-IOV virtual functions look like (r570's VF information block).
+/// Zero: the driver does not enable SR-IOV.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct VfInfo {
+    /// The number of virtual functions.
+    pub total_vfs: u32,
+    /// The routing-id offset of the first one.
+    pub first_vf_offset: u32,
+    /// BAR0 of the first virtual function.
+    pub first_vf_bar0: u64,
+    /// BAR1 of the first virtual function.
+    pub first_vf_bar1: u64,
+    /// BAR2 of the first virtual function.
+    pub first_vf_bar2: u64,
+    /// Whether the VFs' BAR0 is 64-bit.
+    pub bar0_is_64bit: u8,
+    /// Whether the VFs' BAR1 is 64-bit.
+    pub bar1_is_64bit: u8,
+    /// Whether the VFs' BAR2 is 64-bit.
+    pub bar2_is_64bit: u8,
+    /// Padding, zero.
+    pub pad: [u8; 5],
+}
+
+assert_layout!(VfInfo, size 0x28, {
+    total_vfs: 0x0,
+    first_vf_offset: 0x4,
+    first_vf_bar0: 0x8,
+    first_vf_bar1: 0x10,
+    first_vf_bar2: 0x18,
+    bar0_is_64bit: 0x20,
+    bar1_is_64bit: 0x21,
+    bar2_is_64bit: 0x22,
+});
+
+/// `GSP_SET_SYSTEM_INFO`: where the GPU and its PCI function live and what the platform
+/// around it offers (r570's system information, the whole 0x3a0 bytes).
+///
+/// [`GspSetSystemInfo::new`] fills it as upstream nova-core does; see there for the
+/// fields it leaves zero.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct GspSetSystemInfo {
+    /// Bus address of BAR0.
+    pub gpu_phys_addr: u64,
+    /// Bus address of BAR1.
+    pub gpu_phys_fb_addr: u64,
+    /// Bus address of BAR3.
+    pub gpu_phys_inst_addr: u64,
+    /// Bus address of an I/O-port BAR.
+    pub gpu_phys_io_addr: u64,
+    /// The function's PCI location (requester id; no domain).
+    pub nv_domain_bus_device_func: u64,
+    /// Bus address of a simulator's access buffer.
+    pub sim_access_buf_phys_addr: u64,
+    /// Bus address of a shared notification surface.
+    pub notify_op_shared_surface_phys_addr: u64,
+    /// The PCIe atomic operations the platform supports.
+    pub pcie_atomics_op_mask: u64,
+    /// Memory reserved for a console, in bytes.
+    pub console_mem_size: u64,
+    /// The highest user virtual address ([`MAX_USER_VA`]).
+    pub max_user_va: u64,
+    /// BAR0 offset of the PCI configuration mirror.
+    pub pci_config_mirror_base: u32,
+    /// Size of the PCI configuration mirror.
+    pub pci_config_mirror_size: u32,
+    /// Device id in bits 31:16, vendor id in 15:0.
+    pub pci_device_id: u32,
+    /// Subsystem id in bits 31:16, subsystem vendor id in 15:0.
+    pub pci_sub_device_id: u32,
+    /// The PCI revision id.
+    pub pci_revision_id: u32,
+    /// The completer's PCIe atomics capabilities.
+    pub pcie_atomics_cpl_device_cap_mask: u32,
+    /// The out-of-reset architecture.
+    pub oor_arch: u8,
+    /// Padding, zero.
+    pub pad0: [u8; 7],
+    /// Properties of the CPU-side page directory.
+    pub cl_pdb_properties: u64,
+    /// The chipset (host bridge) kind.
+    pub chipset: u32,
+    /// Whether a bridge sits between the root port and the GPU.
+    pub gpu_behind_bridge: u8,
+    /// Whether function-level reset works.
+    pub flr_supported: u8,
+    /// Whether BAR0 may be 64-bit.
+    pub bar0_64bit_supported: u8,
+    /// Whether an MNOC interface is available.
+    pub mnoc_available: u8,
+    /// The chipset's L1 substate enables.
+    pub chipset_l1ss_enable: u32,
+    /// Whether the upstream port lacks L0s.
+    pub upstream_l0s_unsupported: u8,
+    /// Whether the upstream port lacks L1.
+    pub upstream_l1_unsupported: u8,
+    /// Whether the upstream port supports L1 by plan of record.
+    pub upstream_l1_por_supported: u8,
+    /// Whether that L1 support is for mobile parts only.
+    pub upstream_l1_por_mobile_only: u8,
+    /// Whether the system has a display mux.
+    pub system_has_mux: u8,
+    /// Whether `fhb_bus_info` is valid.
+    pub upstream_address_valid: u8,
+    /// The first host bridge above the GPU.
+    pub fhb_bus_info: BusInfo,
+    /// The chipset's own ids.
+    pub chipset_id_info: BusInfo,
+    /// Padding, zero.
+    pub pad1: [u8; 2],
+    /// What the platform's ACPI methods returned.
+    pub acpi_method_data: AcpiMethodData,
+    /// The hypervisor the system runs under.
+    pub hypervisor_type: u32,
+    /// Whether the GPU is passed through to a virtual machine.
+    pub is_passthru: u8,
+    /// Padding, zero.
+    pub pad2: [u8; 7],
+    /// The system timer's offset, in nanoseconds.
+    pub sys_timer_offset_ns: u64,
+    /// The SR-IOV virtual functions.
+    pub vf_info: VfInfo,
+    /// Whether the GPU is the primary (boot display) device.
+    pub is_primary: u8,
+    /// Whether the driver is a GRID build.
+    pub is_grid_build: u8,
+    /// Padding, zero.
+    pub pad3: [u8; 2],
+    /// The PCIe link capabilities register.
+    pub pcie_link_cap: u32,
+    /// The GRID build's cloud service provider.
+    pub grid_build_csp: u32,
+    /// Whether video memory allocations survive suspend.
+    pub preserve_video_memory_allocations: u8,
+    /// Whether TDR events are supported.
+    pub tdr_event_supported: u8,
+    /// Whether vblank stretching is supported.
+    pub feature_stretch_vblank_capable: u8,
+    /// Whether page arrays of dynamic granularity are enabled.
+    pub enable_dynamic_granularity_page_arrays: u8,
+    /// Whether clock boost is supported.
+    pub clock_boost_supported: u8,
+    /// Whether display interrupts go to the CPU.
+    pub route_disp_intrs_to_cpu: u8,
+    /// Padding, zero.
+    pub pad4: [u8; 6],
+    /// The CPU's page size.
+    pub host_page_size: u64,
+}
+
+assert_layout!(GspSetSystemInfo, size 0x3a0, {
+    gpu_phys_addr: 0x0,
+    gpu_phys_fb_addr: 0x8,
+    gpu_phys_inst_addr: 0x10,
+    gpu_phys_io_addr: 0x18,
+    nv_domain_bus_device_func: 0x20,
+    sim_access_buf_phys_addr: 0x28,
+    notify_op_shared_surface_phys_addr: 0x30,
+    pcie_atomics_op_mask: 0x38,
+    console_mem_size: 0x40,
+    max_user_va: 0x48,
+    pci_config_mirror_base: 0x50,
+    pci_config_mirror_size: 0x54,
+    pci_device_id: 0x58,
+    pci_sub_device_id: 0x5c,
+    pci_revision_id: 0x60,
+    pcie_atomics_cpl_device_cap_mask: 0x64,
+    oor_arch: 0x68,
+    cl_pdb_properties: 0x70,
+    chipset: 0x78,
+    gpu_behind_bridge: 0x7c,
+    flr_supported: 0x7d,
+    bar0_64bit_supported: 0x7e,
+    mnoc_available: 0x7f,
+    chipset_l1ss_enable: 0x80,
+    upstream_l0s_unsupported: 0x84,
+    upstream_l1_unsupported: 0x85,
+    upstream_l1_por_supported: 0x86,
+    upstream_l1_por_mobile_only: 0x87,
+    system_has_mux: 0x88,
+    upstream_address_valid: 0x89,
+    fhb_bus_info: 0x8a,
+    chipset_id_info: 0x94,
+    acpi_method_data: 0xa0,
+    hypervisor_type: 0x344,
+    is_passthru: 0x348,
+    sys_timer_offset_ns: 0x350,
+    vf_info: 0x358,
+    is_primary: 0x380,
+    is_grid_build: 0x381,
+    pcie_link_cap: 0x384,
+    grid_build_csp: 0x388,
+    preserve_video_memory_allocations: 0x38c,
+    tdr_event_supported: 0x38d,
+    feature_stretch_vblank_capable: 0x38e,
+    enable_dynamic_granularity_page_arrays: 0x38f,
+    clock_boost_supported: 0x390,
+    route_disp_intrs_to_cpu: 0x391,
+    host_page_size: 0x398,
+});
+const_assert_eq!(core::mem::align_of::<GspSetSystemInfo>(), 8);
+
+impl GspSetSystemInfo {
+    /// Returns the system information for the GPU at `pci`, filled as upstream nova-core
+    /// fills it: the bus addresses of BAR0, BAR1 and BAR3, the requester id, the device,
+    /// subsystem and revision ids, the chipset's configuration mirror and
+    /// [`MAX_USER_VA`]; `is_primary` and `preserve_video_memory_allocations` 0.
+    ///
+    /// Everything else is zero, as upstream leaves it, and for the same reason: neither
+    /// driver has the value. That is the I/O-port BAR, the simulator and notification
+    /// buffers, the PCIe atomics masks, the console reservation, the chipset, bridge,
+    /// link-state and mux facts (neither queries the platform for them), the ACPI data
+    /// (neither calls ACPI methods; `valid` 0 says the block is empty), the hypervisor
+    /// type, the system timer offset, the VF block (neither enables SR-IOV), the GRID
+    /// fields, the feature flags and `host_page_size`.
+    pub fn new(pci: &PciFunction) -> Self {
+        Self {
+            gpu_phys_addr: pci.bar0,
+            gpu_phys_fb_addr: pci.bar1,
+            gpu_phys_inst_addr: pci.bar3,
+            nv_domain_bus_device_func: u64::from(pci.bus_dev_fn),
+            max_user_va: MAX_USER_VA,
+            pci_config_mirror_base: pci.config_mirror.base,
+            pci_config_mirror_size: pci.config_mirror.size,
+            pci_device_id: pci_id_pair(pci.device_id, pci.vendor_id),
+            pci_sub_device_id: pci_id_pair(pci.subsystem_id, pci.subsystem_vendor_id),
+            pci_revision_id: u32::from(pci.revision_id),
+            is_primary: 0,
+            preserve_video_memory_allocations: 0,
+            ..Self::new_zeroed()
+        }
+    }
+}
+
+/// Returns `high` in bits 31:16 and `low` in bits 15:0, as r570 packs PCI id pairs.
+const fn pci_id_pair(high: u16, low: u16) -> u32 {
+    // CAST: widening; `u32::from` is not `const`.
+    (high as u32) << 16 | low as u32
+}
+
+impl Default for GspSetSystemInfo {
+    /// All zero.
+    fn default() -> Self {
+        Self::new_zeroed()
+    }
+}
 
 impl CommandToGsp for GspSetSystemInfo {
     const FUNCTION: u32 = function::GSP_SET_SYSTEM_INFO;
@@ -59,10 +408,35 @@ impl CommandToGsp for GspSetSystemInfo {
     }
 }
 
-/// The type of a registry value (`REGISTRY_TABLE_ENTRY_TYPE_*`).
-pub const REGISTRY_TABLE_ENTRY_TYPE_DWORD: u8 = 1;
+/// The type of a registry value: what an entry's `data` and `length` mean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum RegistryEntryType {
+    /// A 32-bit number, in `data` itself; `length` 0 (upstream) or 4 (nouveau).
+    Dword = 1,
+    /// A blob of `length` bytes at table offset `data`.
+    Binary = 2,
+    /// A NUL-terminated string of `length` bytes, NUL included, at table offset `data`.
+    String = 3,
+}
 
-/// A packed registry entry (`PACKED_REGISTRY_ENTRY`).
+impl TryFrom<u8> for RegistryEntryType {
+    type Error = Error;
+
+    /// # Errors
+    ///
+    /// - `EINVAL` for a value that names no type.
+    fn try_from(value: u8) -> Result<Self> {
+        match value {
+            1 => Ok(Self::Dword),
+            2 => Ok(Self::Binary),
+            3 => Ok(Self::String),
+            _ => Err(EINVAL),
+        }
+    }
+}
+
+/// A packed registry entry, as r570 reads it from the table.
 #[repr(C)]
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
@@ -70,37 +444,49 @@ pub const REGISTRY_TABLE_ENTRY_TYPE_DWORD: u8 = 1;
 pub struct PackedRegistryEntry {
     /// Offset of the NUL-terminated key from the start of the table.
     pub name_offset: u32,
-    /// [`REGISTRY_TABLE_ENTRY_TYPE_DWORD`].
+    /// A [`RegistryEntryType`].
     pub type_: u8,
     /// Padding, zero.
     pub pad: [u8; 3],
-    /// The value.
+    /// The number itself, or the table offset of a blob or string.
     pub data: u32,
-    /// The value's length in bytes.
+    /// The length of a blob or string; 0 for a number, as upstream sends it.
     pub length: u32,
 }
 
-const_assert_eq!(core::mem::size_of::<PackedRegistryEntry>(), 16);
+assert_layout!(PackedRegistryEntry, size 0x10, {
+    name_offset: 0x0,
+    type_: 0x4,
+    data: 0x8,
+    length: 0xc,
+});
 
-/// The header of a packed registry table (`PACKED_REGISTRY_TABLE`).
+/// The header of a packed registry table: the entries follow it, then the strings.
 #[repr(C)]
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
 )]
 pub struct PackedRegistryTable {
-    /// The size of the whole table, strings included.
+    /// The size of the whole table (header, entries, strings), in bytes.
     pub size: u32,
     /// The number of entries that follow.
     pub num_entries: u32,
 }
 
-/// `SET_REGISTRY`: registry keys for the GSP, encoded as a `PACKED_REGISTRY_TABLE`.
+assert_layout!(PackedRegistryTable, size 0x8, {
+    size: 0x0,
+    num_entries: 0x4,
+});
+
+/// `SET_REGISTRY`: registry keys for the GSP, encoded as a packed registry table.
 pub struct SetRegistry {
     encoded: KVec<u8>,
 }
 
 impl SetRegistry {
-    /// Encodes `entries` (key, dword value).
+    /// Encodes `entries` (key, number) as upstream does: the header, one
+    /// [`RegistryEntryType::Dword`] entry of `length` 0 per key, then the keys, each
+    /// NUL-terminated, in order.
     ///
     /// # Errors
     ///
@@ -126,10 +512,10 @@ impl SetRegistry {
             let entry = PackedRegistryEntry {
                 // CAST: below `size`, which fits in `u32`.
                 name_offset: name_offset as u32,
-                type_: REGISTRY_TABLE_ENTRY_TYPE_DWORD,
+                type_: RegistryEntryType::Dword as u8,
                 pad: [0; 3],
                 data: *value,
-                length: 4,
+                length: 0,
             };
             encoded.extend_from_slice(entry.as_bytes(), GFP_KERNEL)?;
             name_offset += key.len() + 1;
@@ -150,50 +536,278 @@ impl CommandToGsp for SetRegistry {
     }
 }
 
-/// `GET_GSP_STATIC_INFO`: the GPU's static configuration (`GspStaticConfigInfo`, the
-/// fields this driver uses). The command carries a zeroed structure that the reply fills.
+/// The number of frame buffer region slots in [`FbRegionInfo`].
+pub const FB_REGION_SLOTS: usize = 16;
+
+/// One region of the frame buffer, as the GSP describes it.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct FbRegion {
+    /// The first byte.
+    pub base: u64,
+    /// The last byte (inclusive).
+    pub limit: u64,
+    /// Non-zero if the firmware keeps the region for itself.
+    pub reserved: u64,
+    /// A relative performance figure.
+    pub performance: u32,
+    /// Non-zero if compressed surfaces may live here.
+    pub support_compressed: u8,
+    /// Non-zero if isochronous (display) surfaces may live here.
+    pub support_iso: u8,
+    /// Non-zero if the hardware restricts access to it.
+    pub protected: u8,
+    /// The surface kinds that must not live here, a flag per kind.
+    pub blacklist: [u8; 17],
+}
+
+assert_layout!(FbRegion, size 0x30, {
+    base: 0x0,
+    limit: 0x8,
+    reserved: 0x10,
+    performance: 0x18,
+    support_compressed: 0x1c,
+    support_iso: 0x1d,
+    protected: 0x1e,
+    blacklist: 0x1f,
+});
+
+impl FbRegion {
+    /// Returns whether the driver may allocate from the region, by upstream's rule: not
+    /// reserved, not protected, fit for compressed and for isochronous surfaces, and
+    /// not inverted.
+    pub fn is_usable(&self) -> bool {
+        self.reserved == 0
+            && self.protected == 0
+            && self.support_compressed != 0
+            && self.support_iso != 0
+            && self.limit >= self.base
+    }
+}
+
+/// The frame buffer's regions.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct FbRegionInfo {
+    /// How many of `regions` are filled.
+    pub count: u32,
+    /// Padding, zero.
+    pub pad: [u8; 4],
+    /// The regions; the first `count` are valid.
+    pub regions: [FbRegion; FB_REGION_SLOTS],
+}
+
+assert_layout!(FbRegionInfo, size 0x308, {
+    count: 0x0,
+    regions: 0x8,
+});
+
+/// The static configuration the GSP reports for `GET_GSP_STATIC_INFO` (r570's static
+/// configuration information, the whole 0x678 bytes). The GPU's name is at 0x4ec.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct GspStaticConfigInfo {
-    /// The marketing name, NUL-terminated.
-    pub gpu_name_string: [u8; 64],
-    /// The GPU's PCI device id (`pciDeviceId` << 16 | vendor).
-    pub pci_device_id: u32,
-    /// The number of frame buffer regions that follow.
-    pub fb_region_count: u32,
-    /// The usable frame buffer size in bytes.
+    /// Graphics capability bits, opaque.
+    pub gr_caps_bits: [u8; 23],
+    /// Padding, zero.
+    pub pad0: u8,
+    /// The GPU's unique id block, opaque.
+    pub gid_info: [u8; 0x10c],
+    /// The board's SKU information from the VBIOS, opaque.
+    pub sku_info: [u8; 0x30],
+    /// Padding, zero.
+    pub pad1: [u8; 4],
+    /// The frame buffer's regions.
+    pub fb_regions: FbRegionInfo,
+    /// The SR-IOV capabilities, opaque.
+    pub sriov_caps: [u8; 0x50],
+    /// The highest GFID SR-IOV may use.
+    pub sriov_max_gfid: u32,
+    /// Engine capability bits.
+    pub engine_caps: [u32; 3],
+    /// Whether the poison fuse is blown.
+    pub poison_fuse_enabled: u8,
+    /// Padding, zero.
+    pub pad2: [u8; 7],
+    /// The frame buffer's size in bytes.
     pub fb_length: u64,
-    /// Size of BAR1.
-    pub bar1_size: u64,
+    /// The mask of enabled frame buffer I/O units.
+    pub fbio_mask: u64,
+    /// The memory bus width, in bits.
+    pub fb_bus_width: u32,
+    /// The kind of memory.
+    pub fb_ram_type: u32,
+    /// The mask of enabled frame buffer partitions.
+    pub fbp_mask: u64,
+    /// The L2 cache size in bytes.
+    pub l2_cache_size: u32,
+    /// The marketing name, NUL-terminated (read with [`Self::gpu_name`]).
+    pub name: [u8; 64],
+    /// The short name, NUL-terminated.
+    pub short_name: [u8; 64],
+    /// The marketing name in UTF-16.
+    pub name_utf16: [u16; 64],
+    /// SKU and power-management flags, one byte each, in r570's order: internal SKU,
+    /// Quadro generic, Quadro AD, NVS, VGX, GeForce SMB, Titan, Tesla, mobile, GC6 RTD3
+    /// allowed, GC8 RTD3 allowed, GCOFF RTD3 allowed, legacy GCOFF allowed, MIG
+    /// supported.
+    pub sku_flags: [u8; 14],
+    /// The board power in GC6 RTD3.
+    pub rtd3_gc6_total_board_power: u16,
+    /// The PERST# delay in GC6 RTD3.
+    pub rtd3_gc6_perst_delay: u16,
+    /// Padding, zero.
+    pub pad3: [u8; 2],
+    /// The base of BAR1's page directory.
+    pub bar1_pde_base: u64,
+    /// The base of BAR2's page directory.
+    pub bar2_pde_base: u64,
+    /// Whether the VBIOS is valid.
+    pub vbios_valid: u8,
+    /// Padding, zero.
+    pub pad4: [u8; 3],
+    /// The subsystem vendor id the VBIOS reports.
+    pub vbios_sub_vendor: u32,
+    /// The subsystem id the VBIOS reports.
+    pub vbios_sub_device: u32,
+    /// Whether page retirement is supported.
+    pub page_retirement_supported: u8,
+    /// Whether the VA space is split between the server and client RM.
+    pub split_vas_between_server_client_rm: u8,
+    /// Whether the root port needs the no-snoop workaround.
+    pub cl_rootport_needs_nosnoop_war: u8,
+    /// Padding, zero.
+    pub pad5: u8,
+    /// Heads without a display: current and maximum count.
+    pub displayless_max_heads: [u32; 2],
+    /// Resolution without a display: head, width, height.
+    pub displayless_max_resolution: [u32; 3],
+    /// Padding, zero.
+    pub pad6: [u8; 4],
+    /// Pixels without a display.
+    pub displayless_max_pixels: u64,
+    /// The handle of the firmware's internal client.
+    pub h_internal_client: u32,
+    /// The handle of its device.
+    pub h_internal_device: u32,
+    /// The handle of its subdevice.
+    pub h_internal_subdevice: u32,
+    /// Whether the GPU runs in self-hosted mode.
+    pub self_hosted_mode: u8,
+    /// Whether ATS is supported.
+    pub ats_supported: u8,
+    /// Whether the GPU has a UEFI VBIOS.
+    pub is_gpu_uefi: u8,
+    /// Whether EFI initialised it.
+    pub is_efi_init: u8,
+    /// Two ECID manufacturing records, three words each.
+    pub ecid_info: [[u32; 3]; 2],
+    /// Offsets in the WPR layout: the non-WPR heap, then FRTS.
+    pub fw_wpr_layout_offset: [u64; 2],
 }
 
-const_assert_eq!(core::mem::size_of::<GspStaticConfigInfo>(), 88);
+assert_layout!(GspStaticConfigInfo, size 0x678, {
+    gr_caps_bits: 0x0,
+    gid_info: 0x18,
+    sku_info: 0x124,
+    fb_regions: 0x158,
+    sriov_caps: 0x460,
+    sriov_max_gfid: 0x4b0,
+    engine_caps: 0x4b4,
+    poison_fuse_enabled: 0x4c0,
+    fb_length: 0x4c8,
+    fbio_mask: 0x4d0,
+    fb_bus_width: 0x4d8,
+    fb_ram_type: 0x4dc,
+    fbp_mask: 0x4e0,
+    l2_cache_size: 0x4e8,
+    name: 0x4ec,
+    short_name: 0x52c,
+    name_utf16: 0x56c,
+    sku_flags: 0x5ec,
+    rtd3_gc6_total_board_power: 0x5fa,
+    rtd3_gc6_perst_delay: 0x5fc,
+    bar1_pde_base: 0x600,
+    bar2_pde_base: 0x608,
+    vbios_valid: 0x610,
+    vbios_sub_vendor: 0x614,
+    vbios_sub_device: 0x618,
+    page_retirement_supported: 0x61c,
+    split_vas_between_server_client_rm: 0x61d,
+    cl_rootport_needs_nosnoop_war: 0x61e,
+    displayless_max_heads: 0x620,
+    displayless_max_resolution: 0x628,
+    displayless_max_pixels: 0x638,
+    h_internal_client: 0x640,
+    h_internal_device: 0x644,
+    h_internal_subdevice: 0x648,
+    self_hosted_mode: 0x64c,
+    ats_supported: 0x64d,
+    is_gpu_uefi: 0x64e,
+    is_efi_init: 0x64f,
+    ecid_info: 0x650,
+    fw_wpr_layout_offset: 0x668,
+});
+const_assert_eq!(core::mem::align_of::<GspStaticConfigInfo>(), 8);
+
+/// Returns the text of `bytes` up to its first NUL (or all of it), or `"<invalid>"` if
+/// that is not UTF-8.
+fn text_until_nul(bytes: &[u8]) -> &str {
+    let len = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    core::str::from_utf8(&bytes[..len]).unwrap_or("<invalid>")
+}
 
 impl GspStaticConfigInfo {
-    /// Returns the GPU name, up to its NUL.
+    /// Returns the GPU name, up to its NUL, or `"<invalid>"` if it is not UTF-8.
     pub fn gpu_name(&self) -> &str {
-        let len = self
-            .gpu_name_string
+        text_until_nul(&self.name)
+    }
+
+    /// Returns the GPU's short name, as [`Self::gpu_name`] does the name.
+    pub fn gpu_short_name(&self) -> &str {
+        text_until_nul(&self.short_name)
+    }
+
+    /// Returns the valid frame buffer regions: the first `count`, at most
+    /// [`FB_REGION_SLOTS`].
+    pub fn fb_regions(&self) -> &[FbRegion] {
+        let count = usize::try_from(self.fb_regions.count).unwrap_or(usize::MAX);
+        &self.fb_regions.regions[..count.min(FB_REGION_SLOTS)]
+    }
+
+    /// Returns the regions the driver may allocate from ([`FbRegion::is_usable`]), as
+    /// byte ranges.
+    pub fn usable_fb_regions(&self) -> impl Iterator<Item = core::ops::Range<u64>> + '_ {
+        self.fb_regions()
             .iter()
-            .position(|&b| b == 0)
-            .unwrap_or(self.gpu_name_string.len());
-        core::str::from_utf8(&self.gpu_name_string[..len]).unwrap_or("<invalid>")
+            .filter(|r| r.is_usable())
+            .filter_map(|r| Some(r.base..r.limit.checked_add(1)?))
     }
 }
 
-/// The command asking for [`GspStaticConfigInfo`].
-pub struct GetGspStaticInfo(GspStaticConfigInfo);
+impl Default for GspStaticConfigInfo {
+    /// All zero.
+    fn default() -> Self {
+        Self::new_zeroed()
+    }
+}
+
+/// The payload of [`GetGspStaticInfo`]: a zeroed [`GspStaticConfigInfo`], in place of
+/// one on the stack.
+static ZEROED_STATIC_INFO: [u8; core::mem::size_of::<GspStaticConfigInfo>()] =
+    [0; core::mem::size_of::<GspStaticConfigInfo>()];
+
+/// `GET_GSP_STATIC_INFO`: asks for the [`GspStaticConfigInfo`]. As upstream, the command
+/// carries a zeroed structure of the reply's size (0x678 bytes), which the GSP fills.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GetGspStaticInfo;
 
 impl GetGspStaticInfo {
-    /// Creates the command, with the zeroed structure the GSP fills.
+    /// Creates the command.
     pub fn new() -> Self {
-        Self(GspStaticConfigInfo::new_zeroed())
-    }
-}
-
-impl Default for GetGspStaticInfo {
-    fn default() -> Self {
-        Self::new()
+        Self
     }
 }
 
@@ -201,7 +815,7 @@ impl CommandToGsp for GetGspStaticInfo {
     const FUNCTION: u32 = function::GET_GSP_STATIC_INFO;
 
     fn payload(&self) -> &[u8] {
-        self.0.as_bytes()
+        &ZEROED_STATIC_INFO
     }
 }
 
@@ -214,6 +828,9 @@ impl MessageFromGsp for GspStaticConfigInfo {
 }
 
 /// `GSP_INIT_DONE`: the GSP finished booting (sent unasked).
+///
+/// Not an r570 structure: upstream reads nothing of this event's payload; the virtual
+/// GSP sends a status word, which this driver checks.
 #[repr(C)]
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
@@ -258,7 +875,8 @@ impl CommandToGsp for Echo<'_> {
     }
 }
 
-/// `UNLOADING_GUEST_DRIVER`: the driver is going away.
+/// `UNLOADING_GUEST_DRIVER`: the driver is going away (r570's unloading-guest-driver
+/// RPC, version 0x1f07).
 #[repr(C)]
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
@@ -273,6 +891,12 @@ pub struct UnloadingGuestDriver {
     /// The power state.
     pub new_level: u32,
 }
+
+assert_layout!(UnloadingGuestDriver, size 0x8, {
+    suspend: 0x0,
+    gc6_entering: 0x1,
+    new_level: 0x4,
+});
 
 impl CommandToGsp for UnloadingGuestDriver {
     const FUNCTION: u32 = function::UNLOADING_GUEST_DRIVER;

@@ -3,12 +3,16 @@
 //! The GSP shared-memory layout and message format (r570, MSGQ protocol version 0).
 //!
 //! One definition, used by the driver's command queue and by the virtual GSP alike, so
-//! the two sides cannot drift apart. Every offset and size is pinned below with
-//! `static_assertions`.
+//! the two sides cannot drift apart. Every size and field offset is pinned below with
+//! `assert_layout!` to the values of the r570_144 bindings that Linux 7.3's nova-core
+//! carries (`drivers/gpu/nova-core/gsp/fw/r570_144/bindings.rs`: the tx and rx headers,
+//! the queue element and the RPC header), worked out with `repr(C)` rules; the
+//! definitions and names are this crate's. The layout of [`Msgq`] and [`GspMem`] is
+//! upstream's (`gsp/cmdq.rs` of 7.3), not a binding.
 //!
 //! ```text
 //! GspMem (0x81000 bytes, coherent)
-//!   0x00000  PTE page: 512 little-endian u64, entry i = bus address of page i
+//!   0x00000  PTE page: 512 little-endian u64, entry i = bus address of page i, 0 from 0x81
 //!   0x01000  cpuq: Msgq  (CPU -> GSP commands)
 //!   0x41000  gspq: Msgq  (GSP -> CPU messages)
 //!
@@ -21,6 +25,19 @@
 //! The CPU advances `cpuq.tx.writePtr` and `cpuq.rx.readPtr` (its read pointer into
 //! `gspq`); the GSP advances `gspq.tx.writePtr` and `gspq.rx.readPtr` (its read pointer
 //! into `cpuq`).
+//!
+//! # The PTE page
+//!
+//! The first page maps the region for the GSP: entry `i` holds the bus address of page
+//! `i` of [`GspMem`], for its [`GSP_MEM_PAGES`] (0x81) pages. That is also the number of
+//! entries upstream's message-queue init arguments hand the firmware
+//! (`pageTableEntryCount` = `size_of::<GspMem>() >> GSP_PAGE_SHIFT`): the entries past
+//! it are not part of the mapping the firmware is given.
+//!
+//! Upstream 7.3 fills all 512 entries with `base + (i << 12)`, so its entries 0x81 to
+//! 0x1ff hold addresses past the end of the allocation. This crate deliberately writes 0
+//! there ([`gsp_mem_pte`]): the 0x81 entries the firmware is given are the same, and no
+//! entry names memory outside the region.
 //!
 //! # Elements and continuation records
 //!
@@ -39,7 +56,6 @@
 use bitfield_struct::bitfield;
 use kernel::prelude::*;
 use static_assertions::{
-    assert_eq_size,
     const_assert,
     const_assert_eq, //
 };
@@ -49,6 +65,20 @@ use zerocopy::{
     IntoBytes,
     KnownLayout, //
 };
+
+/// Pins, at compile time, the size of a wire structure and the offset of each named
+/// field:
+///
+/// ```text
+/// assert_layout!(MsgqRxHeader, size 0x4, { read_ptr: 0x0 });
+/// ```
+macro_rules! assert_layout {
+    ($ty:ty, size $size:expr, { $($field:ident: $offset:expr),* $(,)? }) => {
+        static_assertions::const_assert_eq!(core::mem::size_of::<$ty>(), $size);
+        $(static_assertions::const_assert_eq!(core::mem::offset_of!($ty, $field), $offset);)*
+    };
+}
+pub(crate) use assert_layout;
 
 /// The shift of a GSP page.
 pub const GSP_PAGE_SHIFT: usize = 12;
@@ -66,6 +96,9 @@ pub const MSGQ_VERSION: u32 = 0;
 pub const MSGQ_TX_FLAGS: u32 = 1;
 /// The number of PTEs in the first page of [`GspMem`].
 pub const GSP_PTE_COUNT: usize = GSP_PAGE_SIZE / core::mem::size_of::<u64>();
+/// The number of pages of [`GspMem`], which its PTE page maps: the `pageTableEntryCount`
+/// upstream puts in the message-queue init arguments.
+pub const GSP_MEM_PAGES: usize = core::mem::size_of::<GspMem>() / GSP_PAGE_SIZE;
 
 /// The element header size: the queue element header plus the RPC header.
 pub const ELEMENT_HEADER_SIZE: usize = core::mem::size_of::<GspMsgElement>();
@@ -270,16 +303,33 @@ pub const fn slot_offset(slot: u32) -> usize {
     MSGQ_DATA_OFFSET + slot as usize * GSP_PAGE_SIZE
 }
 
-const_assert_eq!(core::mem::size_of::<MsgqTxHeader>(), 0x20);
-const_assert_eq!(core::mem::offset_of!(MsgqTxHeader, write_ptr), 0x10);
-const_assert_eq!(core::mem::offset_of!(Msgq, rx), 0x20);
+assert_layout!(MsgqTxHeader, size 0x20, {
+    version: 0x0,
+    size: 0x4,
+    msg_size: 0x8,
+    msg_count: 0xc,
+    write_ptr: 0x10,
+    flags: 0x14,
+    rx_hdr_off: 0x18,
+    entry_off: 0x1c,
+});
+assert_layout!(MsgqRxHeader, size 0x4, { read_ptr: 0x0 });
+assert_layout!(MsgqData, size 0x3f000, { data: 0x0 });
+assert_layout!(Msgq, size 0x40000, {
+    tx: 0x0,
+    rx: 0x20,
+    msgq: 0x1000,
+});
+assert_layout!(GspMem, size 0x81000, {
+    ptes: 0x0,
+    cpuq: 0x1000,
+    gspq: 0x41000,
+});
 const_assert_eq!(MSGQ_DATA_OFFSET, 0x1000);
-const_assert_eq!(core::mem::size_of::<Msgq>(), 0x40000);
 const_assert_eq!(CPUQ_OFFSET, 0x1000);
 const_assert_eq!(GSPQ_OFFSET, 0x41000);
-const_assert_eq!(core::mem::size_of::<GspMem>(), 0x81000);
-const_assert_eq!(core::mem::size_of::<GspMem>() / GSP_PAGE_SIZE, 0x81);
-const_assert!(core::mem::size_of::<GspMem>() / GSP_PAGE_SIZE <= GSP_PTE_COUNT);
+const_assert_eq!(GSP_MEM_PAGES, 0x81);
+const_assert!(GSP_MEM_PAGES <= GSP_PTE_COUNT);
 const_assert_eq!(MAX_ELEMENT_PAGES, 16);
 
 /// The RPC header (`rpc_message_header_v03_00`).
@@ -328,12 +378,25 @@ pub struct GspMsgElement {
     pub rpc: GspRpcHeader,
 }
 
-assert_eq_size!(GspRpcHeader, [u8; 0x20]);
-assert_eq_size!(GspMsgElement, [u8; 0x50]);
-const_assert_eq!(core::mem::offset_of!(GspMsgElement, check_sum), 0x20);
-const_assert_eq!(core::mem::offset_of!(GspMsgElement, seq_num), 0x24);
-const_assert_eq!(core::mem::offset_of!(GspMsgElement, elem_count), 0x28);
-const_assert_eq!(core::mem::offset_of!(GspMsgElement, rpc), 0x30);
+assert_layout!(GspRpcHeader, size 0x20, {
+    header_version: 0x0,
+    signature: 0x4,
+    length: 0x8,
+    function: 0xc,
+    rpc_result: 0x10,
+    rpc_result_private: 0x14,
+    sequence: 0x18,
+    spare: 0x1c,
+});
+assert_layout!(GspMsgElement, size 0x50, {
+    auth_tag_buffer: 0x0,
+    aad_buffer: 0x10,
+    check_sum: 0x20,
+    seq_num: 0x24,
+    elem_count: 0x28,
+    pad: 0x2c,
+    rpc: 0x30,
+});
 const_assert_eq!(core::mem::align_of::<GspMsgElement>(), 8);
 const_assert_eq!(ELEMENT_HEADER_SIZE % 8, 0);
 
@@ -602,9 +665,12 @@ pub fn checksum(bytes: &[u8]) -> u32 {
 /// Returns entry `index` of the PTE page of a [`GspMem`] at bus address `base`: the bus
 /// address of its page `index`, or 0 past its last page. (One entry at a time: the whole
 /// page is 4 KiB, too much for a kernel stack.)
+///
+/// Upstream writes `base + (index << 12)` for every index, past the last page too; the
+/// firmware is given only the first [`GSP_MEM_PAGES`] entries, which are the same here
+/// (see "The PTE page" in the module documentation).
 pub fn gsp_mem_pte(base: u64, index: usize) -> u64 {
-    let pages = core::mem::size_of::<GspMem>() / GSP_PAGE_SIZE;
-    match index < pages {
+    match index < GSP_MEM_PAGES {
         // CAST: `index < 0x81`.
         true => base + ((index as u64) << GSP_PAGE_SHIFT),
         false => 0,
