@@ -34,7 +34,7 @@ use crate::{
         },
         Result, //
     },
-    sync::atomic::AtomicU64,
+    sync::atomic::Atomic,
     transmute::{
         AsBytes,
         FromBytes, //
@@ -328,7 +328,7 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
     /// - `EINVAL` if the word is unaligned or outside the allocation.
     /// - `EOPNOTSUPP` under the model backend, which does not model atomics in shared
     ///   memory (its scenarios give a barrier its own word).
-    pub fn atomic_u64(&self, offset: usize) -> Result<&AtomicU64> {
+    pub fn atomic_u64(&self, offset: usize) -> Result<&Atomic<u64>> {
         self.device_view().atomic_u64(offset)
     }
 
@@ -490,7 +490,7 @@ impl<'a> DmaView<'a> {
     /// - `EINVAL` if the word is unaligned or outside the view.
     /// - `EOPNOTSUPP` under the model backend, which does not model atomics in shared
     ///   memory (its scenarios give a barrier its own word).
-    pub fn atomic_u64(&self, offset: usize) -> Result<&'a AtomicU64> {
+    pub fn atomic_u64(&self, offset: usize) -> Result<&'a Atomic<u64>> {
         let p = self.range(offset, 8, 8)?;
         #[cfg(loom)]
         {
@@ -498,10 +498,11 @@ impl<'a> DmaView<'a> {
             Err(crate::error::code::EOPNOTSUPP)
         }
         #[cfg(not(loom))]
-        // SAFETY: `p` is 8-byte aligned and inside the view (checked above), valid for `'a`
-        // by the type invariant; `AtomicU64` has the size and alignment of `u64`, and the
-        // sharing protocol accesses this word only atomically.
-        Ok(unsafe { &*p.cast::<AtomicU64>() })
+        // SAFETY: `p` is 8-byte aligned and inside the view (checked above), valid for
+        // reads and writes for `'a` by the type invariant, and any 8 bytes are a valid
+        // `u64`; the sharing protocol accesses this word only atomically, so nothing races
+        // with the returned atomic.
+        Ok(unsafe { Atomic::from_ptr(p.cast::<u64>()) })
     }
 }
 

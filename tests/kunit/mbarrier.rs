@@ -8,13 +8,11 @@ use kernel::prelude::*;
 /// The cases of the `nova_core_mbarrier` suite.
 #[kunit_tests(nova_core_mbarrier)]
 pub mod tests {
-    use core::sync::atomic::Ordering as DataOrdering;
-
     use kernel::{
         prelude::*,
         sync::atomic::{
-            AtomicU64,
-            Ordering, //
+            Atomic,
+            Relaxed, //
         },
         vdev::run_beside,
     };
@@ -277,15 +275,15 @@ pub mod tests {
     #[test]
     fn every_rule_as_specified() {
         for row in ROWS {
-            let word = AtomicU64::new(0);
+            let word = Atomic::new(0u64);
             let b = Mbarrier::new(&word);
             for (i, &(op, want)) in row.ops.iter().enumerate() {
-                let before = word.load(Ordering::Relaxed);
+                let before = word.load(Relaxed);
                 let got = apply(&b, op);
                 assert_eq!(got, want, "{}: op {} ({:?})", row.name, i, op);
                 if let Want::Err(_) = want {
                     assert_eq!(
-                        word.load(Ordering::Relaxed),
+                        word.load(Relaxed),
                         before,
                         "{}: op {} changed the word",
                         row.name,
@@ -325,7 +323,7 @@ pub mod tests {
 
     #[test]
     fn commit_arrives_after_every_earlier_operation() -> Result {
-        let word = AtomicU64::new(0);
+        let word = Atomic::new(0u64);
         let b = Mbarrier::new(&word);
         b.init(1)?;
         let mut tracker = AsyncTracker::new();
@@ -355,11 +353,11 @@ pub mod tests {
         // TileLang's shape: `full` says a slot holds data, `empty` that it was consumed;
         // in round `k` the producer waits on `empty` with parity `k & 1 ^ 1` and the
         // consumer on `full` with parity `k & 1`.
-        let (full_word, empty_word) = (AtomicU64::new(0), AtomicU64::new(0));
+        let (full_word, empty_word) = (Atomic::new(0u64), Atomic::new(0u64));
         let (full, empty) = (Mbarrier::new(&full_word), Mbarrier::new(&empty_word));
         full.init(1)?;
         empty.init(1)?;
-        let slot = [AtomicU64::new(0), AtomicU64::new(0)];
+        let slot = [Atomic::new(0u64), Atomic::new(0u64)];
         let wait = |b: &Mbarrier<'_>, parity: u8| -> Result {
             while !b.try_wait_parity(parity)? {
                 kernel::time::delay::fsleep(kernel::time::Delta::from_micros(20));
@@ -373,8 +371,8 @@ pub mod tests {
                     wait(&empty, (k & 1) as u8 ^ 1)?;
                     // ORDERING: `Relaxed`: the barrier orders the slot (release arrive,
                     // acquire wait); a missing order shows as a stale value below.
-                    slot[0].store(k, DataOrdering::Relaxed);
-                    slot[1].store(!k, DataOrdering::Relaxed);
+                    slot[0].store(k, Relaxed);
+                    slot[1].store(!k, Relaxed);
                     full.arrive(1)?;
                 }
                 Ok(())
@@ -385,10 +383,7 @@ pub mod tests {
                     // CAST: a parity.
                     wait(&full, (k & 1) as u8)?;
                     // ORDERING: as above.
-                    let (a, b) = (
-                        slot[0].load(DataOrdering::Relaxed),
-                        slot[1].load(DataOrdering::Relaxed),
-                    );
+                    let (a, b) = (slot[0].load(Relaxed), slot[1].load(Relaxed));
                     bad += u64::from(a != k || b != !k);
                     empty.arrive(1)?;
                 }

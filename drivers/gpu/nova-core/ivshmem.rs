@@ -35,8 +35,10 @@ use kernel::{
     io::Io,
     prelude::*,
     sync::atomic::{
-        AtomicU64,
-        Ordering, //
+        Acquire,
+        Atomic,
+        Relaxed,
+        Release, //
     },
     time::{
         delay::fsleep,
@@ -254,7 +256,7 @@ impl<'a> IvshmemGsp<'a> {
         })
     }
 
-    fn word(&self, offset: usize) -> Result<&AtomicU64> {
+    fn word(&self, offset: usize) -> Result<&Atomic<u64>> {
         self.mailbox.atomic_u64(offset - MAILBOX_OFFSET)
     }
 
@@ -268,7 +270,7 @@ impl<'a> IvshmemGsp<'a> {
         // stores that initialise the queues for it. Pairs with the GSP's release store of
         // the word, after which it leaves the queues alone.
         Ok(GspAttach::from_bits(
-            self.word(GSP_ATTACH_OFFSET)?.load(Ordering::Acquire),
+            self.word(GSP_ATTACH_OFFSET)?.load(Acquire),
         ))
     }
 
@@ -325,7 +327,7 @@ impl<'a> IvshmemGsp<'a> {
 
         let word = self.word(DRIVER_ATTACH_OFFSET)?;
         // Only the driver stores this word: its own last value.
-        let session = DriverAttach::from_bits(word.load(Ordering::Relaxed))
+        let session = DriverAttach::from_bits(word.load(Relaxed))
             .session()
             .wrapping_add(1);
         let ack = DriverAttach::new()
@@ -335,7 +337,7 @@ impl<'a> IvshmemGsp<'a> {
         // ORDERING: STORE->STORE. Release: orders our stores that initialised the queues
         // (`Gsp::new_in` above) before this acknowledgement, which lets the GSP use them.
         // Pairs with the GSP's acquire load of the word.
-        word.store(ack.into_bits(), Ordering::Release);
+        word.store(ack.into_bits(), Release);
 
         let doorbell = PeerDoorbell {
             regs: self.regs,

@@ -47,8 +47,10 @@ use bitfield_struct::bitfield;
 use kernel::{
     prelude::*,
     sync::atomic::{
-        AtomicU64,
-        Ordering, //
+        Acquire,
+        Atomic,
+        Full,
+        Relaxed, //
     },
 };
 
@@ -172,12 +174,12 @@ enum Arrival {
 
 /// An `mbarrier` whose word lives in memory shared with other agents.
 pub struct Mbarrier<'a> {
-    word: &'a AtomicU64,
+    word: &'a Atomic<u64>,
 }
 
 impl<'a> Mbarrier<'a> {
     /// Uses the barrier whose state is `word`.
-    pub fn new(word: &'a AtomicU64) -> Self {
+    pub fn new(word: &'a Atomic<u64>) -> Self {
         Self { word }
     }
 
@@ -185,7 +187,7 @@ impl<'a> Mbarrier<'a> {
     pub fn snapshot(&self) -> Snapshot {
         // ORDERING: `Acquire`, as a wait: a report taken after a completion sees what
         // preceded the arrivals (pairs with the `Release` of `update`).
-        let s = State::from_bits(self.word.load(Ordering::Acquire));
+        let s = State::from_bits(self.word.load(Acquire));
         Snapshot {
             initialised: s.expected() != 0,
             phase_mod4: s.phase(),
@@ -201,21 +203,18 @@ impl<'a> Mbarrier<'a> {
     fn update<R>(&self, f: impl Fn(State) -> Result<(State, R), Rule>) -> Result<R, Rule> {
         // ORDERING: the first load only seeds the loop; the compare-and-swap below
         // validates it.
-        let mut old = self.word.load(Ordering::Relaxed);
+        let mut old = self.word.load(Relaxed);
         loop {
             let (new, r) = f(State::from_bits(old))?;
-            // ORDERING: `AcqRel` on success. Release: the caller's writes before this
-            // update (the data behind an arrival, the bytes behind a `complete_tx`)
-            // happen before any wait that reads this or a later value; pairs with the
-            // `Acquire` in `wait_with`. Acquire: an arrival that completes a phase
-            // carries the other arrivals' writes to whoever observes the completion
-            // through it. On failure only the fresh value is needed.
-            match self.word.compare_exchange_weak(
-                old,
-                new.into_bits(),
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
+            // ORDERING: `Full` on success, for its release and its acquire half (the
+            // kernel's atomics have no acquire-release ordering of their own). Release:
+            // the caller's writes before this update (the data behind an arrival, the
+            // bytes behind a `complete_tx`) happen before any wait that reads this or a
+            // later value; pairs with the `Acquire` in `wait_with`. Acquire: an arrival
+            // that completes a phase carries the other arrivals' writes to whoever
+            // observes the completion through it. A failure is relaxed: only the fresh
+            // value is needed.
+            match self.word.cmpxchg(old, new.into_bits(), Full) {
                 Ok(_) => return Ok(r),
                 Err(now) => old = now,
             }
@@ -424,7 +423,7 @@ impl<'a> Mbarrier<'a> {
         loop {
             // ORDERING: `Acquire` pairs with the `Release` of the arrivals and
             // `complete_tx` in `update`: a successful wait sees what they published.
-            let old = self.word.load(Ordering::Acquire);
+            let old = self.word.load(Acquire);
             let s = State::from_bits(old);
             live(s)?;
             if !done(s)? {
@@ -437,12 +436,7 @@ impl<'a> Mbarrier<'a> {
             // in, and the data the wait acquires came with the load above.
             if self
                 .word
-                .compare_exchange(
-                    old,
-                    s.with_observed(true).into_bits(),
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                )
+                .cmpxchg(old, s.with_observed(true).into_bits(), Relaxed)
                 .is_ok()
             {
                 return Ok(true);
@@ -500,7 +494,7 @@ pub struct AsyncTracker<'a> {
     outstanding: KVec<u64>,
     /// Pending commits: how many operations had been issued before each, and the word
     /// of its barrier.
-    commits: KVec<(u64, &'a AtomicU64)>,
+    commits: KVec<(u64, &'a Atomic<u64>)>,
 }
 
 /// An asynchronous operation issued through an [`AsyncTracker`].

@@ -53,17 +53,28 @@ pub trait MemoryBarrier: private::Sealed {
     fn mb();
 }
 
-/// Orders all earlier memory accesses before all later ones.
-#[derive(Clone, Copy, Debug)]
-pub struct Full;
+/// The barrier flavours, as upstream's `kernel::sync::barrier::ordering`.
+///
+/// [`Full`] is not a type of its own: it is the atomics' fully ordered
+/// [`crate::sync::atomic::ordering::Full`], so that one name serves both. As a barrier it
+/// orders all earlier memory accesses before all later ones.
+pub mod ordering {
+    pub use crate::sync::atomic::ordering::Full;
 
-/// Orders earlier loads before later loads.
-#[derive(Clone, Copy, Debug)]
-pub struct Read;
+    /// Orders earlier loads before later loads.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Read;
 
-/// Orders earlier stores before later stores.
-#[derive(Clone, Copy, Debug)]
-pub struct Write;
+    /// Orders earlier stores before later stores.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Write;
+}
+
+pub use ordering::{
+    Full,
+    Read,
+    Write, //
+};
 
 /// The flavours' names, in the order of [`MemoryBarrier`]'s indices (and of the arrays of
 /// `stats::DmaMbCounts`).

@@ -3,7 +3,7 @@
 //! The lock-free `mbarrier` word against a plain reference model of the PTX rules, over
 //! random operation sequences.
 
-use kernel::sync::atomic::AtomicU64;
+use kernel::sync::atomic::Atomic;
 use nova_core::mbarrier::{
     Mbarrier,
     Rule,
@@ -208,7 +208,7 @@ proptest! {
 
     #[test]
     fn word_matches_the_reference(ops in proptest::collection::vec(op(), 1..80)) {
-        let word = AtomicU64::new(0);
+        let word = Atomic::new(0u64);
         let b = Mbarrier::new(&word);
         let mut r = Reference::default();
         for (i, op) in ops.iter().enumerate() {

@@ -9,7 +9,7 @@
 
 #![cfg(loom)]
 
-use kernel::sync::atomic::AtomicU64;
+use kernel::sync::atomic::Atomic;
 use loom::{
     cell::UnsafeCell,
     sync::Arc,
@@ -18,7 +18,7 @@ use loom::{
 use nova_core::mbarrier::Mbarrier;
 
 struct Shared {
-    word: AtomicU64,
+    word: Atomic<u64>,
     /// Written by the driver before its arrival.
     command: UnsafeCell<u32>,
     /// Landed by the copy engine before its `complete_tx`.
@@ -31,7 +31,7 @@ fn arrive_complete_tx_and_wait_from_three_agents() {
     builder.preemption_bound = Some(3);
     builder.check(|| {
         let shared = Arc::new(Shared {
-            word: AtomicU64::new(0),
+            word: Atomic::new(0),
             command: UnsafeCell::new(0),
             bytes: UnsafeCell::new(0),
         });

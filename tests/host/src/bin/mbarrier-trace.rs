@@ -23,7 +23,7 @@ use std::{
     process::ExitCode, //
 };
 
-use kernel::sync::atomic::AtomicU64;
+use kernel::sync::atomic::Atomic;
 use nova_core::mbarrier::{
     Mbarrier,
     Rule,
@@ -104,7 +104,7 @@ fn parse(line: &str) -> Result<Option<(String, Op)>, String> {
 
 /// The barrier and the full phase count the word keeps only modulo 4.
 struct Runner {
-    word: Box<AtomicU64>,
+    word: Box<Atomic<u64>>,
     phase: u64,
 }
 
@@ -185,7 +185,7 @@ fn main() -> ExitCode {
         }
     };
     let mut runner = Runner {
-        word: Box::new(AtomicU64::new(0)),
+        word: Box::new(Atomic::new(0)),
         phase: 0,
     };
     let stdout = std::io::stdout();

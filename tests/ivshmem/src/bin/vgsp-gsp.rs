@@ -22,8 +22,10 @@ use std::{
 use kernel::{
     dma::DmaView,
     sync::atomic::{
-        AtomicU64,
-        Ordering, //
+        Acquire,
+        Atomic,
+        Relaxed,
+        Release, //
     },
 };
 use nova_core::{
@@ -89,8 +91,8 @@ struct Session<'a> {
 /// Everything the process holds: its peer, the mailbox words and the session.
 struct GspProcess<'a> {
     peer: Peer,
-    gsp_word: &'a AtomicU64,
-    driver_word: &'a AtomicU64,
+    gsp_word: &'a Atomic<u64>,
+    driver_word: &'a Atomic<u64>,
     gsp_mem: DmaView<'a>,
     generation: u32,
     log_every: u64,
@@ -113,7 +115,7 @@ impl<'a> GspProcess<'a> {
 
         // ORDERING: LOAD->STORE. Acquire: a previous GSP's word, before ours replaces it.
         // Pairs with that GSP's release store below.
-        let last = GspAttach::from_bits(gsp_word.load(Ordering::Acquire));
+        let last = GspAttach::from_bits(gsp_word.load(Acquire));
         let generation = match last.is_attached() {
             true => last.generation().wrapping_add(1).max(1),
             false => 1,
@@ -126,7 +128,7 @@ impl<'a> GspProcess<'a> {
         // before this store that replaces it. Pairs with the driver's acquire load in
         // `IvshmemGsp::gsp_attach`, after which it initialises the queues; we touch them
         // only after acquiring its acknowledgement (`driver_ack`).
-        gsp_word.store(attach.into_bits(), Ordering::Release);
+        gsp_word.store(attach.into_bits(), Release);
         println!(
             "vgsp-gsp: peer {} attached, generation {generation}",
             peer.id()
@@ -153,13 +155,13 @@ impl<'a> GspProcess<'a> {
         // ORDERING: LOAD->LOAD. Acquire: orders this load of the driver's acknowledgement
         // before our loads of the queues it initialised. Pairs with the driver's release
         // store in `IvshmemGsp::attach`.
-        DriverAttach::from_bits(self.driver_word.load(Ordering::Acquire))
+        DriverAttach::from_bits(self.driver_word.load(Acquire))
     }
 
     /// Starts over on fresh queues when the driver acknowledged our generation with a
     /// new session. Returns `false` when a newer GSP has attached: this one must go.
     fn follow_driver(&mut self) -> Result<bool, String> {
-        let current = GspAttach::from_bits(self.gsp_word.load(Ordering::Relaxed));
+        let current = GspAttach::from_bits(self.gsp_word.load(Relaxed));
         if current.generation() != self.generation {
             println!(
                 "vgsp-gsp: generation {} attached after us; leaving",
