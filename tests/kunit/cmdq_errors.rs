@@ -28,9 +28,9 @@ pub mod tests {
         },
         fw::{
             self,
-            function,
             GspMem,
             GspMsgElement,
+            MsgFunction,
             GSPQ_OFFSET,
             GSP_PAGE_SIZE,
             MAX_ELEMENT_PAYLOAD,
@@ -55,7 +55,7 @@ pub mod tests {
     /// Returns a valid one-slot `UCODE_LIBOS_PRINT` element saying `text`.
     fn log_element(pair: &Pair, text: &[u8]) -> Result<KVec<u8>> {
         pair.gsp
-            .encode_element(function::UCODE_LIBOS_PRINT, 0, text, text.len())
+            .encode_element(MsgFunction::UcodeLibosPrint.into(), 0, text, text.len())
     }
 
     /// Edits the header of an encoded element and recomputes its checksum over the
@@ -72,7 +72,7 @@ pub mod tests {
         let good = log_element(pair, b"still alive")?;
         pair.gsp.post_raw(&good, 1)?;
         let msg = pair.cmdq.receive_msg(LONG)?;
-        assert_eq!(msg.function, function::UCODE_LIBOS_PRINT);
+        assert_eq!(msg.function(), Ok(MsgFunction::UcodeLibosPrint));
         assert!(msg.payload[..] == b"still alive"[..]);
         Ok(())
     }
@@ -189,7 +189,7 @@ pub mod tests {
             .write32(GSPQ_OFFSET + MSGQ_READ_PTR_OFFSET, 99)?;
         let r = pair
             .cmdq
-            .send_rpc(pair.bar.bar(), function::NOP, b"x", SHORT);
+            .send_rpc(pair.bar.bar(), MsgFunction::Nop, b"x", SHORT);
         assert_eq!(r, Err(EIO));
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
         Ok(())
@@ -231,7 +231,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let mut el = pair
             .gsp
-            .encode_element(function::GSP_INIT_DONE, 0, &[0; 4], 4)?;
+            .encode_element(MsgFunction::GspInitDone.into(), 0, &[0; 4], 4)?;
         edit(&mut el, 4, |h| h.rpc.rpc_result = 0x1f);
         pair.gsp.post_raw(&el, 1)?;
         assert_eq!(
@@ -248,7 +248,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let el = pair
             .gsp
-            .encode_element(function::GSP_INIT_DONE, 0, &[0; 2], 2)?;
+            .encode_element(MsgFunction::GspInitDone.into(), 0, &[0; 2], 2)?;
         pair.gsp.post_raw(&el, 1)?;
         assert_eq!(pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(), Some(EIO));
         // The receive itself succeeded: the `EIO` is the decoder's.
@@ -267,7 +267,7 @@ pub mod tests {
         big.resize(MAX_RPC_PAYLOAD + 1, 0u8, GFP_KERNEL)?;
         let r = pair
             .cmdq
-            .send_rpc(pair.bar.bar(), function::NOP, &big, SHORT);
+            .send_rpc(pair.bar.bar(), MsgFunction::Nop, &big, SHORT);
         assert_eq!(r, Err(EMSGSIZE));
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
         Ok(())
@@ -276,9 +276,9 @@ pub mod tests {
     #[test]
     fn continuation_without_head_is_eio() -> Result {
         let mut pair = Pair::new()?;
-        let el = pair
-            .gsp
-            .encode_element(function::CONTINUATION_RECORD, 0, b"orphan", 6)?;
+        let el =
+            pair.gsp
+                .encode_element(MsgFunction::ContinuationRecord.into(), 0, b"orphan", 6)?;
         expect_rejected(&mut pair, &el, 1, "continuation record without a head")
     }
 
@@ -286,9 +286,12 @@ pub mod tests {
     fn head_followed_by_other_function_is_eio() -> Result {
         let mut pair = Pair::new()?;
         let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 9)?;
-        let head = pair
-            .gsp
-            .encode_element(function::NOP, 5, &chunk, MAX_ELEMENT_PAYLOAD + 100)?;
+        let head = pair.gsp.encode_element(
+            MsgFunction::Nop.into(),
+            5,
+            &chunk,
+            MAX_ELEMENT_PAYLOAD + 100,
+        )?;
         pair.gsp.post_raw(&head, 16)?;
         let intruder = log_element(&pair, b"intruder")?;
         pair.gsp.post_raw(&intruder, 1)?;
@@ -306,9 +309,12 @@ pub mod tests {
     fn head_whose_continuation_never_comes_times_out() -> Result {
         let mut pair = Pair::new()?;
         let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 9)?;
-        let head = pair
-            .gsp
-            .encode_element(function::NOP, 5, &chunk, MAX_ELEMENT_PAYLOAD + 100)?;
+        let head = pair.gsp.encode_element(
+            MsgFunction::Nop.into(),
+            5,
+            &chunk,
+            MAX_ELEMENT_PAYLOAD + 100,
+        )?;
         pair.gsp.post_raw(&head, 16)?;
         expect_refused(&mut pair, SHORT, ETIMEDOUT, "nothing published in time");
         // The head was consumed.
@@ -380,7 +386,7 @@ pub mod tests {
     fn sealed_log_element(seq_num: u32, payload: &[u8]) -> Result<KVec<u8>> {
         let mut header = GspMsgElement::new(
             seq_num,
-            function::UCODE_LIBOS_PRINT,
+            MsgFunction::UcodeLibosPrint.into(),
             0,
             payload.len(),
             payload.len(),
@@ -585,13 +591,16 @@ pub mod tests {
     fn continuation_of_another_rpc_is_eio() -> Result {
         let mut pair = Pair::new()?;
         let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 9)?;
-        let head = pair
-            .gsp
-            .encode_element(function::NOP, 5, &chunk, MAX_ELEMENT_PAYLOAD + 10)?;
+        let head = pair.gsp.encode_element(
+            MsgFunction::Nop.into(),
+            5,
+            &chunk,
+            MAX_ELEMENT_PAYLOAD + 10,
+        )?;
         pair.gsp.post_raw(&head, 16)?;
-        let cont = pair
-            .gsp
-            .encode_element(function::CONTINUATION_RECORD, 6, &chunk[..10], 10)?;
+        let cont =
+            pair.gsp
+                .encode_element(MsgFunction::ContinuationRecord.into(), 6, &chunk[..10], 10)?;
         pair.gsp.post_raw(&cont, 1)?;
         expect_refused(&mut pair, LONG, EIO, "continuation record of another RPC");
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 17));
@@ -602,14 +611,17 @@ pub mod tests {
     fn continuation_records_longer_than_the_rpc_are_eio() -> Result {
         let mut pair = Pair::new()?;
         let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 9)?;
-        let head = pair
-            .gsp
-            .encode_element(function::NOP, 5, &chunk, MAX_ELEMENT_PAYLOAD + 10)?;
+        let head = pair.gsp.encode_element(
+            MsgFunction::Nop.into(),
+            5,
+            &chunk,
+            MAX_ELEMENT_PAYLOAD + 10,
+        )?;
         pair.gsp.post_raw(&head, 16)?;
         // Twenty bytes where ten are left to come.
-        let cont = pair
-            .gsp
-            .encode_element(function::CONTINUATION_RECORD, 5, &chunk[..20], 20)?;
+        let cont =
+            pair.gsp
+                .encode_element(MsgFunction::ContinuationRecord.into(), 5, &chunk[..20], 20)?;
         pair.gsp.post_raw(&cont, 1)?;
         expect_refused(
             &mut pair,
@@ -719,7 +731,11 @@ pub mod tests {
                 "RPC length inconsistent with the element count",
             ),
             (
-                |el| edit(el, 1, |h| h.rpc.function = function::CONTINUATION_RECORD),
+                |el| {
+                    edit(el, 1, |h| {
+                        h.rpc.function = u32::from(MsgFunction::ContinuationRecord)
+                    })
+                },
                 1,
                 "continuation record without a head",
             ),

@@ -12,7 +12,7 @@ pub mod tests {
         cmdq::SEND_TIMEOUT,
         commands::Echo,
         fw::{
-            function,
+            MsgFunction,
             MAX_ELEMENT_PAYLOAD,
             MSGQ_NUM_PAGES, //
         },
@@ -29,7 +29,7 @@ pub mod tests {
         let seq = pair.cmdq.send_command(pair.bar.bar(), &Echo(payload))?;
         pair.gsp_run()?;
         let reply = pair.cmdq.receive_msg(LONG)?;
-        assert_eq!(reply.function, function::NOP);
+        assert_eq!(reply.function(), Ok(MsgFunction::Nop));
         assert_eq!(reply.sequence, seq);
         assert_eq!(reply.rpc_result, 0);
         assert!(reply.payload[..] == *payload);
@@ -85,7 +85,7 @@ pub mod tests {
         }
         let full = pair
             .cmdq
-            .send_rpc(pair.bar.bar(), function::NOP, &[7; 8], SHORT);
+            .send_rpc(pair.bar.bar(), MsgFunction::Nop, &[7; 8], SHORT);
         assert_eq!(full, Err(ETIMEDOUT));
         // The GSP consumes what it can and replies until `gspq` is full too.
         pair.gsp_run()?;
@@ -105,7 +105,7 @@ pub mod tests {
         }
         assert_eq!(replies, MSGQ_NUM_PAGES - 1);
         pair.cmdq
-            .send_rpc(pair.bar.bar(), function::NOP, &[7; 8], SEND_TIMEOUT)?;
+            .send_rpc(pair.bar.bar(), MsgFunction::Nop, &[7; 8], SEND_TIMEOUT)?;
         Ok(())
     }
 
@@ -155,10 +155,13 @@ pub mod tests {
                 .send_command(pair.bar.bar(), &Echo(&i.to_le_bytes()))?;
             pair.gsp_run()?;
             let reply = pair.cmdq.receive_msg(LONG)?;
-            assert_eq!((reply.function, reply.sequence), (function::NOP, seq));
+            assert_eq!(
+                (reply.function(), reply.sequence),
+                (Ok(MsgFunction::Nop), seq)
+            );
             if i % 2 == 1 {
                 let event = pair.cmdq.receive_msg(LONG)?;
-                assert_eq!(event.function, function::UCODE_LIBOS_PRINT);
+                assert_eq!(event.function(), Ok(MsgFunction::UcodeLibosPrint));
                 assert!(event.payload.starts_with(b"vgsp: "));
             }
         }

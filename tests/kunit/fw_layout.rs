@@ -89,13 +89,50 @@ pub mod tests {
     }
 
     #[test]
+    fn msg_functions_carry_r570_numbers() {
+        let numbers = [
+            (MsgFunction::Nop, 0),
+            (MsgFunction::UnloadingGuestDriver, 47),
+            (MsgFunction::GetGspStaticInfo, 65),
+            (MsgFunction::ContinuationRecord, 71),
+            (MsgFunction::GspSetSystemInfo, 72),
+            (MsgFunction::SetRegistry, 73),
+            (MsgFunction::VgspCeCopy, 0x0f01),
+            (MsgFunction::GspInitDone, 0x1001),
+            (MsgFunction::GspRunCpuSequencer, 0x1002),
+            (MsgFunction::PostEvent, 0x1003),
+            (MsgFunction::RcTriggered, 0x1004),
+            (MsgFunction::MmuFaultQueued, 0x1005),
+            (MsgFunction::OsErrorLog, 0x1006),
+            (MsgFunction::UcodeLibosPrint, 0x100c),
+            (MsgFunction::PerfBridgelessInfoUpdate, 0x100f),
+            (MsgFunction::GspLockdownNotice, 0x101c),
+            (MsgFunction::GspPostNocatRecord, 0x1020),
+        ];
+        for (function, number) in numbers {
+            assert_eq!(u32::from(function), number);
+            assert_eq!(MsgFunction::try_from(number), Ok(function));
+            assert_eq!(function.is_event(), number >= 0x1000);
+        }
+        assert_eq!(MsgFunction::UcodeLibosPrint.name(), "UCODE_LIBOS_PRINT");
+        assert_eq!(MsgFunction::VgspCeCopy.name(), "VGSP_CE_COPY");
+    }
+
+    #[test]
+    fn unknown_function_number_is_einval() {
+        for number in [1, 0x0777, 0x0bad, 0x1000, 0x1007, u32::MAX] {
+            assert_eq!(MsgFunction::try_from(number), Err(EINVAL));
+        }
+    }
+
+    #[test]
     fn rpc_header_fields_sit_at_r570_offsets() {
-        let h = GspMsgElement::new(5, function::SET_REGISTRY, 9, 100, 100);
+        let h = GspMsgElement::new(5, MsgFunction::SetRegistry.into(), 9, 100, 100);
         let rpc = h.rpc.as_bytes();
         assert_eq!(le32(rpc, 0x0), 0x0300_0000);
         assert_eq!(le32(rpc, 0x4), RPC_SIGNATURE);
         assert_eq!(le32(rpc, 0x8), 32 + 100);
-        assert_eq!(le32(rpc, 0xc), function::SET_REGISTRY);
+        assert_eq!(le32(rpc, 0xc), u32::from(MsgFunction::SetRegistry));
         assert_eq!(le32(rpc, 0x10), RPC_RESULT_PENDING);
         assert_eq!(le32(rpc, 0x14), RPC_RESULT_PENDING);
         assert_eq!(le32(rpc, 0x18), 9);
@@ -267,7 +304,8 @@ pub mod tests {
     #[test]
     fn element_with_its_checksum_sums_to_zero() {
         let payload = [0xa5u8; 100];
-        let mut header = GspMsgElement::new(7, function::NOP, 3, payload.len(), payload.len());
+        let mut header =
+            GspMsgElement::new(7, MsgFunction::Nop.into(), 3, payload.len(), payload.len());
         let mut sum = Checksum::default();
         sum.update(header.as_bytes());
         sum.update(&payload);
@@ -296,7 +334,7 @@ pub mod tests {
 
     #[test]
     fn new_header_carries_rpc_fields() {
-        let h = GspMsgElement::new(5, function::SET_REGISTRY, 9, 100, 300_000);
+        let h = GspMsgElement::new(5, MsgFunction::SetRegistry.into(), 9, 100, 300_000);
         assert_eq!(h.seq_num, 5);
         assert_eq!(h.elem_count, 1);
         assert_eq!(h.rpc.length, 32 + 300_000);

@@ -70,7 +70,7 @@ pub mod tests {
         commands::Echo,
         fw::{
             self,
-            function, //
+            MsgFunction, //
         },
     };
 
@@ -118,13 +118,13 @@ pub mod tests {
         let seq = gsp.cmdq.send_command(bar, &Echo(payload))?;
         let reply: GspMessage = loop {
             let msg = gsp.cmdq.receive_msg(LONG)?;
-            if msg.function != function::UCODE_LIBOS_PRINT {
+            if msg.function() != Ok(MsgFunction::UcodeLibosPrint) {
                 break msg;
             }
         };
         found.slots += u64::from(reply.elem_count);
         found.split += u64::from(reply.elem_count > fw::MAX_ELEMENT_PAGES);
-        if reply.function != function::NOP
+        if reply.function() != Ok(MsgFunction::Nop)
             || reply.sequence != seq
             || reply.rpc_result != 0
             || reply.payload[..] != *payload

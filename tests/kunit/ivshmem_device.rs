@@ -38,7 +38,7 @@ pub mod tests {
             commands::Echo,
             fw::{
                 self,
-                function, //
+                MsgFunction, //
             },
             Gsp,
         },
@@ -129,12 +129,12 @@ pub mod tests {
         let seq = gsp.cmdq.send_command(bell, &Echo(payload))?;
         let reply: GspMessage = loop {
             let msg = gsp.cmdq.receive_msg(REPLY_TIMEOUT)?;
-            if msg.function != function::UCODE_LIBOS_PRINT {
+            if msg.function() != Ok(MsgFunction::UcodeLibosPrint) {
                 break msg;
             }
             found.events += 1;
         };
-        if reply.function != function::NOP
+        if reply.function() != Ok(MsgFunction::Nop)
             || reply.sequence != seq
             || reply.rpc_result != 0
             || reply.payload[..] != *payload
@@ -217,7 +217,7 @@ pub mod tests {
         })?;
         assert_eq!(idle, Some(ETIMEDOUT));
         assert_eq!(events, 0);
-        assert_eq!(line.function, function::UCODE_LIBOS_PRINT);
+        assert_eq!(line.function(), Ok(MsgFunction::UcodeLibosPrint));
         assert!(line.payload[..] == b"vgsp: 100 commands handled"[..]);
         assert_eq!(after, Some(ETIMEDOUT));
         Ok(())
@@ -232,7 +232,7 @@ pub mod tests {
             let payload = Pair::pattern(fw::MAX_ELEMENT_PAYLOAD + 1, 3)?;
             let seq = gsp.cmdq.send_command(&bell, &Echo(&payload))?;
             let reply = gsp.cmdq.receive_msg(REPLY_TIMEOUT)?;
-            let equal = reply.function == function::NOP
+            let equal = reply.function() == Ok(MsgFunction::Nop)
                 && reply.sequence == seq
                 && reply.payload[..] == payload[..];
             Ok((reply.elem_count, equal))

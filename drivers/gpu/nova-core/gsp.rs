@@ -32,8 +32,8 @@ use crate::gsp::{
         SetRegistry, //
     },
     fw::{
-        function,
-        GspMem, //
+        GspMem,
+        MsgFunction, //
     },
     regs::Doorbell,
 };
@@ -87,8 +87,8 @@ impl Gsp {
         let seq = self.cmdq.send_command(bar, cmd)?;
         pr_info!(
             "gsp: -> {} ({}) sequence={} len={}\n",
-            function::name(C::FUNCTION),
-            C::FUNCTION,
+            C::FUNCTION.name(),
+            u32::from(C::FUNCTION),
             seq,
             cmd.payload().len()
         );
@@ -112,7 +112,7 @@ impl Gsp {
             })?;
         pr_info!(
             "gsp: <- {} ({}) seq={} sequence={} len={} elems={} result={}\n",
-            function::name(msg.function),
+            msg.function().map_or("UNKNOWN", MsgFunction::name),
             msg.function,
             msg.seq_num,
             msg.sequence,
@@ -153,13 +153,13 @@ impl Gsp {
 /// Handles `msg` if it is an unasked log event, counting it in `log_lines`; returns
 /// whether it was one.
 fn handle_event(log_lines: &mut usize, msg: &GspMessage) -> bool {
-    match msg.function {
-        function::UCODE_LIBOS_PRINT | function::OS_ERROR_LOG => {
+    match msg.function() {
+        Ok(function @ (MsgFunction::UcodeLibosPrint | MsgFunction::OsErrorLog)) => {
             *log_lines += 1;
             let text = core::str::from_utf8(&msg.payload).unwrap_or("<binary>");
             pr_info!(
                 "gsp: <- {} seq={}: {}\n",
-                function::name(msg.function),
+                function.name(),
                 msg.seq_num,
                 text.trim_end()
             );

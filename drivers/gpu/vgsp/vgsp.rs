@@ -52,8 +52,8 @@ use nova_core::gsp::{
     },
     fw::{
         self,
-        function,
         GspMsgElement,
+        MsgFunction,
         CPUQ_OFFSET,
         ELEMENT_HEADER_SIZE,
         GSPQ_OFFSET,
@@ -290,7 +290,7 @@ impl<'a> Vgsp<'a> {
     pub fn log(&mut self, line: &[u8]) -> Result {
         let mut payload = KVec::new();
         payload.extend_from_slice(line, GFP_KERNEL)?;
-        self.event(function::UCODE_LIBOS_PRINT, payload)
+        self.event(MsgFunction::UcodeLibosPrint, payload)
     }
 
     /// Returns the system information the driver sent, if any.
@@ -456,7 +456,7 @@ impl<'a> Vgsp<'a> {
             }
         };
 
-        if header.rpc.function == function::CONTINUATION_RECORD {
+        if header.rpc.function == u32::from(MsgFunction::ContinuationRecord) {
             self.stats.continuations_in += 1;
             let Some(mut asm) = self.assembly.take() else {
                 return self.reject(header.rpc.function, header.rpc.sequence);
@@ -506,7 +506,7 @@ impl<'a> Vgsp<'a> {
         let (header, chunk_len) = fw::validate_header(raw.as_bytes(), raw.elem_count)?;
         let at = match &self.assembly {
             Some(asm)
-                if header.rpc.function == function::CONTINUATION_RECORD
+                if header.rpc.function == u32::from(MsgFunction::ContinuationRecord)
                     && asm.sequence == header.rpc.sequence
                     && asm.filled + chunk_len <= asm.total =>
             {
@@ -545,34 +545,35 @@ impl<'a> Vgsp<'a> {
         self.queue(function, sequence, fw::NV_ERR_INVALID_ARGUMENT, KVec::new())
     }
 
-    /// Acts on a whole command.
+    /// Acts on a whole command; a function it does not serve, known or not, gets an
+    /// `NV_ERR_NOT_SUPPORTED` reply.
     fn handle_command(&mut self, function: u32, sequence: u32, payload: &[u8]) -> Result {
         self.stats.commands += 1;
-        match function {
-            function::NOP => {
+        match MsgFunction::try_from(function) {
+            Ok(MsgFunction::Nop) => {
                 let mut echo = KVec::with_capacity(payload.len(), GFP_KERNEL)?;
                 echo.extend_from_slice(payload, GFP_KERNEL)?;
                 self.reply(function, sequence, echo)?;
             }
-            function::GSP_SET_SYSTEM_INFO => match GspSetSystemInfo::read_from_bytes(payload) {
+            Ok(MsgFunction::GspSetSystemInfo) => match GspSetSystemInfo::read_from_bytes(payload) {
                 Ok(info) => self.system_info = Some(info),
                 Err(_) => return self.reject(function, sequence),
             },
-            function::SET_REGISTRY => match parse_registry(payload) {
+            Ok(MsgFunction::SetRegistry) => match parse_registry(payload) {
                 Some(n) => {
                     self.registry_entries = Some(n);
                     self.boot_done()?;
                 }
                 None => return self.reject(function, sequence),
             },
-            function::GET_GSP_STATIC_INFO => {
+            Ok(MsgFunction::GetGspStaticInfo) => {
                 let info = static_info(payload);
                 let mut out = KVec::new();
                 out.extend_from_slice(info.as_bytes(), GFP_KERNEL)?;
                 self.reply(function, sequence, out)?;
             }
-            function::UNLOADING_GUEST_DRIVER => self.reply(function, sequence, KVec::new())?,
-            function::VGSP_CE_COPY => match self.accept_copy(payload) {
+            Ok(MsgFunction::UnloadingGuestDriver) => self.reply(function, sequence, KVec::new())?,
+            Ok(MsgFunction::VgspCeCopy) => match self.accept_copy(payload) {
                 Some(job) => {
                     // Acknowledge first: the bytes land in the steps after the reply.
                     self.reply(function, sequence, KVec::new())?;
@@ -589,7 +590,7 @@ impl<'a> Vgsp<'a> {
             let mut line = KVec::new();
             let text = LogLine::commands(self.stats.commands);
             line.extend_from_slice(text.as_bytes(), GFP_KERNEL)?;
-            self.event(function::UCODE_LIBOS_PRINT, line)?;
+            self.event(MsgFunction::UcodeLibosPrint, line)?;
         }
         Ok(())
     }
@@ -642,7 +643,7 @@ impl<'a> Vgsp<'a> {
                     GFP_KERNEL,
                 )?;
                 line.extend_from_slice(rule.name().as_bytes(), GFP_KERNEL)?;
-                self.event(function::UCODE_LIBOS_PRINT, line)?;
+                self.event(MsgFunction::UcodeLibosPrint, line)?;
             }
         }
         self.copy = None;
@@ -658,11 +659,11 @@ impl<'a> Vgsp<'a> {
         ] {
             let mut line = KVec::new();
             line.extend_from_slice(text.as_bytes(), GFP_KERNEL)?;
-            self.event(function::UCODE_LIBOS_PRINT, line)?;
+            self.event(MsgFunction::UcodeLibosPrint, line)?;
         }
         let mut done = KVec::new();
         done.extend_from_slice(GspInitDone { status: fw::NV_OK }.as_bytes(), GFP_KERNEL)?;
-        self.event(function::GSP_INIT_DONE, done)
+        self.event(MsgFunction::GspInitDone, done)
     }
 
     fn reply(&mut self, function: u32, sequence: u32, payload: KVec<u8>) -> Result {
@@ -670,9 +671,9 @@ impl<'a> Vgsp<'a> {
         self.queue(function, sequence, fw::NV_OK, payload)
     }
 
-    fn event(&mut self, function: u32, payload: KVec<u8>) -> Result {
+    fn event(&mut self, function: MsgFunction, payload: KVec<u8>) -> Result {
         self.stats.events += 1;
-        self.queue(function, 0, fw::NV_OK, payload)
+        self.queue(function.into(), 0, fw::NV_OK, payload)
     }
 
     fn queue(
@@ -700,6 +701,8 @@ impl<'a> Vgsp<'a> {
 
     /// Returns a well-formed element (header and payload, checksum set) as the GSP would
     /// send it, with the next element sequence number, for a test to corrupt.
+    ///
+    /// `function` is a raw number, so that a test can also send one no driver knows.
     ///
     /// # Errors
     ///
@@ -780,7 +783,7 @@ impl<'a> Vgsp<'a> {
             let out = &self.outbox[idx];
             let chunk_len = (out.payload.len() - out.sent).min(MAX_ELEMENT_PAYLOAD);
             let function = if out.head_sent {
-                function::CONTINUATION_RECORD
+                u32::from(MsgFunction::ContinuationRecord)
             } else {
                 out.function
             };
@@ -814,7 +817,7 @@ impl<'a> Vgsp<'a> {
         })?;
         self.advance_gsp_write_ptr(header.elem_count)?;
         self.tx_seq = self.tx_seq.wrapping_add(1);
-        if function == function::CONTINUATION_RECORD {
+        if function == u32::from(MsgFunction::ContinuationRecord) {
             self.stats.continuations_out += 1;
         }
 

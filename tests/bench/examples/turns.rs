@@ -19,7 +19,7 @@ use kernel::{
 };
 use nova_core::gsp::{
     cmdq::SEND_TIMEOUT,
-    fw::function, //
+    fw::MsgFunction, //
 };
 use vgsp_kunit::fixture::Pair;
 
@@ -28,16 +28,16 @@ fn turns(len: usize, count: usize, echo: bool) -> Result {
     let mut pair = Pair::new()?;
     let payload = Pair::pattern(len, 7)?;
     let func = if echo {
-        function::NOP
+        MsgFunction::Nop
     } else {
-        function::UNLOADING_GUEST_DRIVER
+        MsgFunction::UnloadingGuestDriver
     };
     for _ in 0..count {
         pair.cmdq
             .send_rpc(pair.bar.bar(), func, &payload, SEND_TIMEOUT)?;
         pair.gsp_run()?;
         let reply = pair.cmdq.receive_msg(Delta::ZERO)?;
-        if reply.function != func || reply.payload.len() != if echo { len } else { 0 } {
+        if reply.function() != Ok(func) || reply.payload.len() != if echo { len } else { 0 } {
             return Err(EIO);
         }
     }

@@ -33,7 +33,7 @@ use nova_core::gsp::{
     commands::Echo,
     fw::{
         self,
-        function,
+        MsgFunction,
         MAX_ELEMENT_PAYLOAD,
         RING_BYTES, //
     },
@@ -64,7 +64,7 @@ use crate::{
 
 /// The function of the one-way throughput's commands: `UNLOADING_GUEST_DRIVER`, which the
 /// virtual GSP consumes whole, whatever its payload, and answers with an empty reply.
-pub const SINK_FUNCTION: u32 = function::UNLOADING_GUEST_DRIVER;
+pub const SINK_FUNCTION: MsgFunction = MsgFunction::UnloadingGuestDriver;
 /// The payload of the round-trip echo.
 const ECHO_PAYLOAD: [u8; 8] = *b"vgsp-rt!";
 /// How long the driver waits for a reply it expects.
@@ -230,7 +230,7 @@ fn with_pair<R: Send>(
 fn echo(cmdq: &mut Cmdq, bar: &Bar0) -> Result {
     let seq = cmdq.send_command(bar, &Echo(&ECHO_PAYLOAD))?;
     let reply = cmdq.receive_msg(REPLY_TIMEOUT)?;
-    if reply.function != function::NOP
+    if reply.function() != Ok(MsgFunction::Nop)
         || reply.sequence != seq
         || reply.rpc_result != fw::NV_OK
         || reply.payload[..] != ECHO_PAYLOAD[..]
@@ -301,7 +301,7 @@ pub fn rpc_shape(len: usize) -> (usize, u32) {
 /// - Any error of the receive other than `ETIMEDOUT`.
 fn sink_reply(cmdq: &mut Cmdq, timeout: Delta) -> Result<bool> {
     match cmdq.receive_msg(timeout) {
-        Ok(msg) if msg.function == SINK_FUNCTION && msg.rpc_result == fw::NV_OK => Ok(true),
+        Ok(msg) if msg.function() == Ok(SINK_FUNCTION) && msg.rpc_result == fw::NV_OK => Ok(true),
         Ok(_) => Err(EIO),
         Err(e) if e == ETIMEDOUT => Ok(false),
         Err(e) => Err(e),

@@ -28,7 +28,7 @@ use nova_core::gsp::{
     },
     fw::{
         self,
-        function, //
+        MsgFunction, //
     },
 };
 
@@ -70,7 +70,9 @@ fn bring_up() -> Result {
         gsp.cmdq
             .send_command(bar, &UnloadingGuestDriver::default())?;
         let reply = gsp.cmdq.receive_msg(Delta::from_secs(5))?;
-        if reply.function != function::UNLOADING_GUEST_DRIVER || reply.rpc_result != fw::NV_OK {
+        if reply.function() != Ok(MsgFunction::UnloadingGuestDriver)
+            || reply.rpc_result != fw::NV_OK
+        {
             return Err(EIO);
         }
         pr_info!(

@@ -11,7 +11,7 @@ use nova_core::gsp::{
     commands::Echo,
     fw::{
         self,
-        function,
+        MsgFunction,
         MSGQ_NUM_PAGES, //
     },
 };
@@ -82,13 +82,13 @@ fn hundred_thousand_mixed_commands_round_trip_in_order() {
             loop {
                 let msg = gsp.cmdq.receive_msg(Delta::from_secs(5)).expect("receive");
                 slots += msg.elem_count as u64;
-                if msg.function == function::UCODE_LIBOS_PRINT {
+                if msg.function() == Ok(MsgFunction::UcodeLibosPrint) {
                     events += 1;
                     let want = std::format!("vgsp: {} commands handled", events * LOG_EVERY);
                     assert_eq!(msg.payload[..], *want.as_bytes(), "event stream in order");
                     continue;
                 }
-                assert_eq!(msg.function, function::NOP);
+                assert_eq!(msg.function(), Ok(MsgFunction::Nop));
                 assert_eq!(msg.rpc_result, 0);
                 assert_eq!(msg.sequence, seq, "reply to command {i} out of order");
                 assert_eq!(msg.payload.len(), len, "reply {i} length");
@@ -103,7 +103,7 @@ fn hundred_thousand_mixed_commands_round_trip_in_order() {
                 .cmdq
                 .receive_msg(Delta::from_secs(5))
                 .expect("final event");
-            assert_eq!(msg.function, function::UCODE_LIBOS_PRINT);
+            assert_eq!(msg.function(), Ok(MsgFunction::UcodeLibosPrint));
             events += 1;
         }
         assert_eq!(

@@ -51,7 +51,7 @@ use nova_core::{
         commands::Echo,
         fw::{
             self,
-            function, //
+            MsgFunction, //
         },
     },
     ivshmem::{
@@ -353,12 +353,12 @@ fn echoes(iv: &mut IvshmemGsp<'_>, count: usize) -> usize {
         );
         let reply = loop {
             let msg = gsp.cmdq.receive_msg(REPLY_TIMEOUT).unwrap();
-            if msg.function != function::UCODE_LIBOS_PRINT {
+            if msg.function() != Ok(MsgFunction::UcodeLibosPrint) {
                 break msg;
             }
             events += 1;
         };
-        assert_eq!(reply.function, function::NOP);
+        assert_eq!(reply.function(), Ok(MsgFunction::Nop));
         assert_eq!(reply.sequence, seq);
         assert!(
             reply.payload[..] == *payload,
@@ -402,8 +402,8 @@ fn a_continuation_pair_goes_each_way() {
     assert_eq!(moved(wptr, gsp.cmdq.cpu_ptrs().0), pair);
     let reply = gsp.cmdq.receive_msg(REPLY_TIMEOUT).unwrap();
     assert_eq!(
-        (reply.function, reply.sequence, reply.rpc_result),
-        (function::NOP, seq, fw::NV_OK)
+        (reply.function(), reply.sequence, reply.rpc_result),
+        (Ok(MsgFunction::Nop), seq, fw::NV_OK)
     );
     assert_eq!(reply.elem_count, pair);
     assert_eq!(moved(rptr, gsp.cmdq.cpu_ptrs().1), pair);
@@ -452,7 +452,10 @@ fn the_gsp_interrupts_once_per_reply() {
         // The GSP rings after its write-pointer store: the reply is there already, for a
         // receive that looks once and does not wait.
         let reply = gsp.cmdq.receive_msg(Delta::ZERO).unwrap();
-        assert_eq!((reply.function, reply.sequence), (function::NOP, seq));
+        assert_eq!(
+            (reply.function(), reply.sequence),
+            (Ok(MsgFunction::Nop), seq)
+        );
     }
     // No ring more than one per reply came late.
     assert_eq!(rig.irq.settle(quiet) - start, ROUND_TRIPS);

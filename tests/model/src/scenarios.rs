@@ -43,7 +43,7 @@ use nova_core::gsp::{
     cmdq::Cmdq,
     commands::Echo,
     fw::{
-        function,
+        MsgFunction,
         CPUQ_OFFSET,
         ELEMENT_HEADER_SIZE,
         GSPQ_OFFSET,
@@ -210,11 +210,11 @@ fn receive_reply(cmdq: &mut Cmdq, seq: u32, expected: &[u8]) -> usize {
         let msg = cmdq
             .receive_msg(Delta::from_secs(10))
             .expect("driver receive");
-        if msg.function == function::UCODE_LIBOS_PRINT {
+        if msg.function() == Ok(MsgFunction::UcodeLibosPrint) {
             events += 1;
             continue;
         }
-        assert_eq!(msg.function, function::NOP);
+        assert_eq!(msg.function(), Ok(MsgFunction::Nop));
         assert_eq!(msg.sequence, seq);
         assert!(msg.payload[..] == *expected, "reply payload differs");
         return events;
@@ -511,7 +511,7 @@ fn explore(sc: &Scenario, violation: &Arc<Mutex<Option<contract::Violation>>>) -
                 // Free exactly the slots the GSP's new lines need.
                 for _ in sc.early_events {
                     let msg = cmdq.receive_msg(Delta::from_secs(10)).expect("event");
-                    assert_eq!(msg.function, function::UCODE_LIBOS_PRINT);
+                    assert_eq!(msg.function(), Ok(MsgFunction::UcodeLibosPrint));
                 }
             }
             let stats = gsp_thread.join().expect("gsp thread");
@@ -520,7 +520,7 @@ fn explore(sc: &Scenario, violation: &Arc<Mutex<Option<contract::Violation>>>) -
                 let want = stats.events as usize;
                 while events < want {
                     let msg = cmdq.receive_msg(Delta::from_secs(10)).expect("event");
-                    assert_eq!(msg.function, function::UCODE_LIBOS_PRINT);
+                    assert_eq!(msg.function(), Ok(MsgFunction::UcodeLibosPrint));
                     events += 1;
                 }
             }

@@ -28,7 +28,7 @@ use crate::{
         commands::CeCopy,
         fw::{
             self,
-            function, //
+            MsgFunction, //
         },
         regs::Doorbell,
     },
@@ -193,7 +193,7 @@ impl CopyArena {
         let barrier = self.barrier()?;
         let mut budget = Budget::new(timeout);
         let ack = cmdq.receive_msg_skipping(&mut budget, |msg| {
-            msg.function != function::VGSP_CE_COPY || msg.sequence != copy.sequence
+            msg.function() != Ok(MsgFunction::VgspCeCopy) || msg.sequence != copy.sequence
         })?;
         if ack.rpc_result != fw::NV_OK {
             // Nothing will land: disarm the barrier for the next copy.

@@ -109,9 +109,9 @@ use zerocopy::IntoBytes;
 use crate::gsp::{
     fw::{
         self,
-        function,
         GspMem,
         GspMsgElement,
+        MsgFunction,
         MsgqTxHeader,
         ELEMENT_HEADER_SIZE,
         GSP_PAGE_SIZE,
@@ -404,9 +404,12 @@ impl DmaGspMem {
 }
 
 /// A message received from the GSP, continuation records reassembled.
+///
+/// The function is kept as the raw number of the wire, which the GSP may have set to one
+/// this driver does not know; [`GspMessage::function()`] types it.
 #[derive(Debug)]
 pub struct GspMessage {
-    /// The function number.
+    /// The function number, as received.
     pub function: u32,
     /// The RPC sequence number (a reply carries its command's).
     pub sequence: u32,
@@ -420,41 +423,35 @@ pub struct GspMessage {
     pub payload: KVec<u8>,
 }
 
+impl GspMessage {
+    /// Returns the message's function.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if the number received is no function this driver knows.
+    pub fn function(&self) -> Result<MsgFunction> {
+        MsgFunction::try_from(self.function)
+    }
+}
+
 /// A command the driver sends to the GSP.
 pub trait CommandToGsp {
-    /// The function number.
-    const FUNCTION: u32;
+    /// The function.
+    const FUNCTION: MsgFunction;
     /// The payload, in wire format.
     fn payload(&self) -> &[u8];
 }
 
 /// A message the GSP sends to the driver.
 pub trait MessageFromGsp: Sized {
-    /// The function number.
-    const FUNCTION: u32;
+    /// The function.
+    const FUNCTION: MsgFunction;
     /// Decodes the payload.
     ///
     /// # Errors
     ///
     /// - `EIO` if the payload is malformed.
     fn decode(payload: &[u8]) -> Result<Self>;
-}
-
-/// Returns whether `function` is one this driver knows.
-pub fn is_known_function(function: u32) -> bool {
-    matches!(
-        function,
-        function::NOP
-            | function::UNLOADING_GUEST_DRIVER
-            | function::GET_GSP_STATIC_INFO
-            | function::CONTINUATION_RECORD
-            | function::GSP_SET_SYSTEM_INFO
-            | function::SET_REGISTRY
-            | function::GSP_INIT_DONE
-            | function::OS_ERROR_LOG
-            | function::UCODE_LIBOS_PRINT
-            | function::VGSP_CE_COPY
-    )
 }
 
 /// Why an element was not received.
@@ -598,7 +595,7 @@ impl Cmdq {
     pub fn send_rpc(
         &mut self,
         bar: &impl Doorbell,
-        function: u32,
+        function: MsgFunction,
         payload: &[u8],
         timeout: Delta,
     ) -> Result<u32> {
@@ -612,7 +609,7 @@ impl Cmdq {
         for chunk in chunks {
             self.send_element(
                 bar,
-                function::CONTINUATION_RECORD,
+                MsgFunction::ContinuationRecord,
                 sequence,
                 chunk,
                 chunk.len(),
@@ -627,14 +624,19 @@ impl Cmdq {
     fn send_element(
         &mut self,
         bar: &impl Doorbell,
-        function: u32,
+        function: MsgFunction,
         sequence: u32,
         chunk: &[u8],
         rpc_payload_len: usize,
         timeout: Delta,
     ) -> Result {
-        let mut header =
-            GspMsgElement::new(self.seq, function, sequence, chunk.len(), rpc_payload_len);
+        let mut header = GspMsgElement::new(
+            self.seq,
+            function.into(),
+            sequence,
+            chunk.len(),
+            rpc_payload_len,
+        );
         let elem_count = header.elem_count;
         self.gsp_mem.wait_free(elem_count, timeout)?;
 
@@ -760,8 +762,8 @@ impl Cmdq {
         payload: &mut KVec<u8>,
     ) -> Result<GspMsgElement, Rejected> {
         let (header, chunk_len) = fw::validate_header(raw.as_bytes(), raw.elem_count)?;
-        let room = match header.rpc.function {
-            function::CONTINUATION_RECORD => chunk_len,
+        let room = match MsgFunction::try_from(header.rpc.function) {
+            Ok(MsgFunction::ContinuationRecord) => chunk_len,
             // A head: its whole RPC, which `validate_header` bounds by `MAX_RPC_PAYLOAD`.
             _ => header.rpc_payload_len().unwrap_or(chunk_len),
         };
@@ -800,7 +802,7 @@ impl Cmdq {
         let head = self.receive_element(available, &mut payload)?;
         // `validate_header` checked both.
         let total = head.rpc_payload_len().ok_or(EIO)?;
-        if head.rpc.function == function::CONTINUATION_RECORD {
+        if head.rpc.function == u32::from(MsgFunction::ContinuationRecord) {
             return Err(self.fault(EIO, "continuation record without a head"));
         }
         let mut elem_count = head.elem_count;
@@ -808,7 +810,7 @@ impl Cmdq {
         while payload.len() < total {
             let available = self.wait_published(budget)?;
             let cont = self.receive_element(available, &mut payload)?;
-            if cont.rpc.function != function::CONTINUATION_RECORD {
+            if cont.rpc.function != u32::from(MsgFunction::ContinuationRecord) {
                 return Err(self.fault(EIO, "head not followed by its continuation"));
             }
             if cont.rpc.sequence != head.rpc.sequence {
@@ -878,12 +880,11 @@ impl Cmdq {
     ///
     /// As [`Cmdq::wait_for_msg`], less the receive's own.
     pub fn decode_reply<M: MessageFromGsp>(&mut self, msg: &GspMessage) -> Result<M> {
-        if msg.function != M::FUNCTION {
-            return Err(if is_known_function(msg.function) {
-                self.fault(ERANGE, "function not the one waited for")
-            } else {
-                self.fault(EINVAL, "unknown function")
-            });
+        let function = msg
+            .function()
+            .map_err(|e| self.fault(e, "unknown function"))?;
+        if function != M::FUNCTION {
+            return Err(self.fault(ERANGE, "function not the one waited for"));
         }
         if msg.rpc_result != fw::NV_OK {
             return Err(self.fault(EINVAL, "reply reports an error"));

@@ -34,7 +34,7 @@ use crate::gsp::{
     },
     fw::{
         assert_layout,
-        function,
+        MsgFunction,
         GSP_PAGE_SIZE, //
     },
 };
@@ -401,7 +401,7 @@ impl Default for GspSetSystemInfo {
 }
 
 impl CommandToGsp for GspSetSystemInfo {
-    const FUNCTION: u32 = function::GSP_SET_SYSTEM_INFO;
+    const FUNCTION: MsgFunction = MsgFunction::GspSetSystemInfo;
 
     fn payload(&self) -> &[u8] {
         self.as_bytes()
@@ -529,7 +529,7 @@ impl SetRegistry {
 }
 
 impl CommandToGsp for SetRegistry {
-    const FUNCTION: u32 = function::SET_REGISTRY;
+    const FUNCTION: MsgFunction = MsgFunction::SetRegistry;
 
     fn payload(&self) -> &[u8] {
         &self.encoded
@@ -812,7 +812,7 @@ impl GetGspStaticInfo {
 }
 
 impl CommandToGsp for GetGspStaticInfo {
-    const FUNCTION: u32 = function::GET_GSP_STATIC_INFO;
+    const FUNCTION: MsgFunction = MsgFunction::GetGspStaticInfo;
 
     fn payload(&self) -> &[u8] {
         &ZEROED_STATIC_INFO
@@ -820,7 +820,7 @@ impl CommandToGsp for GetGspStaticInfo {
 }
 
 impl MessageFromGsp for GspStaticConfigInfo {
-    const FUNCTION: u32 = function::GET_GSP_STATIC_INFO;
+    const FUNCTION: MsgFunction = MsgFunction::GetGspStaticInfo;
 
     fn decode(payload: &[u8]) -> Result<Self> {
         Self::read_from_bytes(payload).map_err(|_| EIO)
@@ -841,7 +841,7 @@ pub struct GspInitDone {
 }
 
 impl MessageFromGsp for GspInitDone {
-    const FUNCTION: u32 = function::GSP_INIT_DONE;
+    const FUNCTION: MsgFunction = MsgFunction::GspInitDone;
 
     fn decode(payload: &[u8]) -> Result<Self> {
         Self::read_from_bytes(payload).map_err(|_| EIO)
@@ -855,7 +855,7 @@ pub struct LibosPrint {
 }
 
 impl MessageFromGsp for LibosPrint {
-    const FUNCTION: u32 = function::UCODE_LIBOS_PRINT;
+    const FUNCTION: MsgFunction = MsgFunction::UcodeLibosPrint;
 
     fn decode(payload: &[u8]) -> Result<Self> {
         let mut line = KVec::new();
@@ -868,7 +868,7 @@ impl MessageFromGsp for LibosPrint {
 pub struct Echo<'a>(pub &'a [u8]);
 
 impl CommandToGsp for Echo<'_> {
-    const FUNCTION: u32 = function::NOP;
+    const FUNCTION: MsgFunction = MsgFunction::Nop;
 
     fn payload(&self) -> &[u8] {
         self.0
@@ -899,7 +899,7 @@ assert_layout!(UnloadingGuestDriver, size 0x8, {
 });
 
 impl CommandToGsp for UnloadingGuestDriver {
-    const FUNCTION: u32 = function::UNLOADING_GUEST_DRIVER;
+    const FUNCTION: MsgFunction = MsgFunction::UnloadingGuestDriver;
 
     fn payload(&self) -> &[u8] {
         self.as_bytes()
@@ -930,7 +930,7 @@ pub struct CeCopy {
 const_assert_eq!(core::mem::size_of::<CeCopy>(), 32);
 
 impl CommandToGsp for CeCopy {
-    const FUNCTION: u32 = function::VGSP_CE_COPY;
+    const FUNCTION: MsgFunction = MsgFunction::VgspCeCopy;
 
     fn payload(&self) -> &[u8] {
         self.as_bytes()

@@ -49,7 +49,7 @@
 //! *head* element is full (16 slots) and carries the first [`MAX_ELEMENT_PAYLOAD`]
 //! payload bytes, its `rpc.length` holding the header plus the *whole* payload (as the
 //! GSP does for its large messages); each following element has the function
-//! [`function::CONTINUATION_RECORD`], the same `rpc.sequence`, and the next chunk as its
+//! [`MsgFunction::ContinuationRecord`], the same `rpc.sequence`, and the next chunk as its
 //! payload, until the whole length has been carried. A receiver therefore knows from the
 //! head alone how many bytes to reassemble.
 
@@ -121,47 +121,108 @@ pub const NV_ERR_INVALID_ARGUMENT: u32 = 0x1f;
 /// `NV_ERR_NOT_SUPPORTED`: a reply's result for an unknown function.
 pub const NV_ERR_NOT_SUPPORTED: u32 = 0x56;
 
-/// RPC function numbers (`NV_VGPU_MSG_FUNCTION_*`, `NV_VGPU_MSG_EVENT_*`, r570).
-pub mod function {
+/// Declares [`MsgFunction`] from one table, so that the variants, their numbers, their
+/// names and the conversion from the wire cannot disagree: each entry is the variant's
+/// docs, `Variant = number`, and the name for logs.
+macro_rules! msg_functions {
+    ($($(#[$doc:meta])* $variant:ident = $value:literal => $name:literal,)*) => {
+        /// An RPC function number: the `function` of a [`GspRpcHeader`].
+        ///
+        /// The numbers are r570's (`NV_VGPU_MSG_FUNCTION_*` for commands and
+        /// `NV_VGPU_MSG_EVENT_*` for events), but for [`MsgFunction::VgspCeCopy`], the
+        /// virtual GSP's own. Public because the virtual GSP and the tests, other
+        /// crates, speak the same protocol.
+        ///
+        /// The wire keeps the raw `u32`: a received number may be none of these, which
+        /// [`MsgFunction::try_from`] refuses with `EINVAL`.
+        #[repr(u32)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum MsgFunction {
+            $($(#[$doc])* $variant = $value,)*
+        }
+
+        impl MsgFunction {
+            /// Returns the function's r570 name, for logs (`"UCODE_LIBOS_PRINT"`).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $name,)*
+                }
+            }
+        }
+
+        impl TryFrom<u32> for MsgFunction {
+            type Error = Error;
+
+            /// Returns the function numbered `value`.
+            ///
+            /// # Errors
+            ///
+            /// - `EINVAL` if `value` is no function this crate knows.
+            fn try_from(value: u32) -> Result<Self> {
+                match value {
+                    $($value => Ok(Self::$variant),)*
+                    _ => Err(EINVAL),
+                }
+            }
+        }
+    };
+}
+
+msg_functions! {
     /// `NOP`. The virtual GSP answers it by echoing the payload.
-    pub const NOP: u32 = 0;
-    /// `UNLOADING_GUEST_DRIVER`.
-    pub const UNLOADING_GUEST_DRIVER: u32 = 47;
-    /// `GET_GSP_STATIC_INFO`.
-    pub const GET_GSP_STATIC_INFO: u32 = 65;
-    /// `CONTINUATION_RECORD`.
-    pub const CONTINUATION_RECORD: u32 = 71;
-    /// `GSP_SET_SYSTEM_INFO`.
-    pub const GSP_SET_SYSTEM_INFO: u32 = 72;
-    /// `SET_REGISTRY`.
-    pub const SET_REGISTRY: u32 = 73;
+    Nop = 0 => "NOP",
+    /// `UNLOADING_GUEST_DRIVER`: the driver is going away.
+    UnloadingGuestDriver = 47 => "UNLOADING_GUEST_DRIVER",
+    /// `GET_GSP_STATIC_INFO`: the GPU's static configuration.
+    GetGspStaticInfo = 65 => "GET_GSP_STATIC_INFO",
+    /// `CONTINUATION_RECORD`: the next chunk of an RPC too large for one element.
+    ContinuationRecord = 71 => "CONTINUATION_RECORD",
+    /// `GSP_SET_SYSTEM_INFO`: the system information the GSP boots with.
+    GspSetSystemInfo = 72 => "GSP_SET_SYSTEM_INFO",
+    /// `SET_REGISTRY`: the registry keys the GSP boots with.
+    SetRegistry = 73 => "SET_REGISTRY",
     /// `VGSP_CE_COPY`: a copy by the virtual GSP's copy engine, signalled on an
     /// `mbarrier`. Not an r570 function: the virtual GSP's own, numbered clear of them.
-    pub const VGSP_CE_COPY: u32 = 0x0f01;
-    /// The first event number: functions at or above it are sent by the GSP unasked.
-    pub const FIRST_EVENT: u32 = 0x1000;
-    /// `GSP_INIT_DONE`.
-    pub const GSP_INIT_DONE: u32 = 0x1001;
-    /// `OS_ERROR_LOG`.
-    pub const OS_ERROR_LOG: u32 = 0x1006;
-    /// `UCODE_LIBOS_PRINT`: a line of the GSP's log.
-    pub const UCODE_LIBOS_PRINT: u32 = 0x100c;
+    VgspCeCopy = 0x0f01 => "VGSP_CE_COPY",
+    /// `GSP_INIT_DONE` (event): the GSP finished booting.
+    GspInitDone = 0x1001 => "GSP_INIT_DONE",
+    /// `GSP_RUN_CPU_SEQUENCER` (event): a sequence of register writes for the CPU to run.
+    GspRunCpuSequencer = 0x1002 => "GSP_RUN_CPU_SEQUENCER",
+    /// `POST_EVENT` (event): a resource-manager event notification.
+    PostEvent = 0x1003 => "POST_EVENT",
+    /// `RC_TRIGGERED` (event): a channel needs robust-channel recovery.
+    RcTriggered = 0x1004 => "RC_TRIGGERED",
+    /// `MMU_FAULT_QUEUED` (event): an MMU fault awaits servicing.
+    MmuFaultQueued = 0x1005 => "MMU_FAULT_QUEUED",
+    /// `OS_ERROR_LOG` (event): an error line of the GSP's log.
+    OsErrorLog = 0x1006 => "OS_ERROR_LOG",
+    /// `UCODE_LIBOS_PRINT` (event): a line of the GSP's log.
+    UcodeLibosPrint = 0x100c => "UCODE_LIBOS_PRINT",
+    /// `PERF_BRIDGELESS_INFO_UPDATE` (event): the bridgeless multi-GPU link changed.
+    PerfBridgelessInfoUpdate = 0x100f => "PERF_BRIDGELESS_INFO_UPDATE",
+    /// `GSP_LOCKDOWN_NOTICE` (event): the GSP entered or left lockdown.
+    GspLockdownNotice = 0x101c => "GSP_LOCKDOWN_NOTICE",
+    /// `GSP_POST_NOCAT_RECORD` (event): a crash-telemetry (NOCAT) record.
+    GspPostNocatRecord = 0x1020 => "GSP_POST_NOCAT_RECORD",
+}
 
-    /// Returns the name of a function number, or `"UNKNOWN"`.
-    pub fn name(function: u32) -> &'static str {
-        match function {
-            NOP => "NOP",
-            UNLOADING_GUEST_DRIVER => "UNLOADING_GUEST_DRIVER",
-            GET_GSP_STATIC_INFO => "GET_GSP_STATIC_INFO",
-            CONTINUATION_RECORD => "CONTINUATION_RECORD",
-            GSP_SET_SYSTEM_INFO => "GSP_SET_SYSTEM_INFO",
-            SET_REGISTRY => "SET_REGISTRY",
-            GSP_INIT_DONE => "GSP_INIT_DONE",
-            OS_ERROR_LOG => "OS_ERROR_LOG",
-            UCODE_LIBOS_PRINT => "UCODE_LIBOS_PRINT",
-            VGSP_CE_COPY => "VGSP_CE_COPY",
-            _ => "UNKNOWN",
-        }
+impl MsgFunction {
+    /// The first event number (`NV_VGPU_MSG_EVENT_FIRST_EVENT`): functions at or above it
+    /// are sent by the GSP unasked.
+    const FIRST_EVENT: u32 = 0x1000;
+
+    /// Returns whether the function is an event, which the GSP sends unasked rather
+    /// than in answer to a command.
+    pub const fn is_event(self) -> bool {
+        // CAST: a field-less `repr(u32)` enum; `as` reads its discriminant.
+        self as u32 >= Self::FIRST_EVENT
+    }
+}
+
+impl From<MsgFunction> for u32 {
+    fn from(function: MsgFunction) -> Self {
+        // CAST: a field-less `repr(u32)` enum; `as` reads its discriminant, the number.
+        function as u32
     }
 }
 
@@ -344,7 +405,7 @@ pub struct GspRpcHeader {
     pub signature: u32,
     /// This header plus the payload, in bytes (the whole RPC for a split head).
     pub length: u32,
-    /// The function number ([`function`]).
+    /// The function number: a [`MsgFunction`] if it is one this crate knows.
     pub function: u32,
     /// [`RPC_RESULT_PENDING`] on send; the result (`NV_OK` = 0) in a reply.
     pub rpc_result: u32,
@@ -512,7 +573,7 @@ pub fn validate_header(
         total
     } else if total > MAX_RPC_PAYLOAD {
         return bad("RPC length above the largest RPC");
-    } else if header.rpc.function != function::CONTINUATION_RECORD
+    } else if header.rpc.function != u32::from(MsgFunction::ContinuationRecord)
         && elem_count == MAX_ELEMENT_PAGES
     {
         MAX_ELEMENT_PAYLOAD

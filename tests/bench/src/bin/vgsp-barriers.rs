@@ -38,7 +38,7 @@ use kernel::{
 use nova_core::gsp::{
     cmdq::SEND_TIMEOUT,
     fw::{
-        function,
+        MsgFunction,
         MAX_ELEMENT_PAYLOAD, //
     },
 };
@@ -74,13 +74,13 @@ fn charge(side: &mut DmaMbCounts, mark: &mut DmaMbCounts) {
 fn one_command(pair: &mut Pair, payload: &[u8], sides: &mut Sides) -> Result {
     let mut mark = stats::snapshot();
     pair.cmdq
-        .send_rpc(pair.bar.bar(), function::NOP, payload, SEND_TIMEOUT)?;
+        .send_rpc(pair.bar.bar(), MsgFunction::Nop, payload, SEND_TIMEOUT)?;
     charge(&mut sides.driver, &mut mark);
     pair.gsp_run()?;
     charge(&mut sides.gsp, &mut mark);
     let reply = pair.cmdq.receive_msg(Delta::ZERO)?;
     charge(&mut sides.driver, &mut mark);
-    if reply.function != function::NOP || reply.payload[..] != *payload {
+    if reply.function() != Ok(MsgFunction::Nop) || reply.payload[..] != *payload {
         return Err(EIO);
     }
     Ok(())
