@@ -178,6 +178,18 @@ tier() {
         tests/kernel/extern-crates.sh "$build" "$build/vgsp-crates" >"$build/extern-crates.log" 2>&1 ||
             { tail -n 20 "$build/extern-crates.log"; fail "$arch: extern crates (log: $build/extern-crates.log)"; }
     fi
+    # make goes by modification times, and the tree reaches the project through a link to
+    # whichever checkout ran last: one whose files are older than the objects (another
+    # clone, an older commit checked out) would pass as built, and the boot would test
+    # stale code. So the project's objects go whenever its sources differ from the last
+    # build's.
+    local sources stamp=$build/vgsp-sources.sha256
+    sources=$(cd "$REPO" && find Kbuild Kconfig drivers tests/kunit kernel-shim -type f -print0 |
+        sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1) ||
+        fail "$arch: cannot hash the project's sources"
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$sources" ]; then
+        rm -rf "$build/drivers/vgsp" "$stamp"
+    fi
     say "$arch: building $image with the driver, the virtual GSP and the suites (cold: about 6 minutes)"
     run_logged "$build/build.log" "$arch $(basename "$image")" "${kmake[@]}" "$(basename "$image")" ||
         { { grep -E 'error|warning' -A5 "$build/build.log" || true; } | head -n 60
@@ -185,6 +197,7 @@ tier() {
     if has_build_warnings "$build/build-rust.log" "$build/build.log"; then
         fail "$arch: the Rust build printed warnings (logs: $build/build-rust.log, $build/build.log)"
     fi
+    printf '%s\n' "$sources" >"$stamp"
     say "$arch: built in $((SECONDS - t)) s"
 
     say "$arch: booting under $qemu -smp 2, with the ivshmem server and the GSP process"
