@@ -84,6 +84,20 @@ pub mod tests {
         assert_eq!(pair.cmdq.last_fault(), Some(reason));
     }
 
+    /// Posts the full head of an RPC (RPC sequence 5) whose payload is `rest` bytes
+    /// longer than the head's 16 slots hold; returns the head's payload.
+    fn post_split_head(pair: &mut Pair, rest: usize) -> Result<KVec<u8>> {
+        let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 9)?;
+        let head = pair.gsp.encode_element(
+            MsgFunction::Nop.into(),
+            5,
+            &chunk,
+            MAX_ELEMENT_PAYLOAD + rest,
+        )?;
+        pair.gsp.post_raw(&head, 16)?;
+        Ok(chunk)
+    }
+
     /// Posts `el` in `slots` slots, expects `EIO` for `reason` with every published slot
     /// consumed, then a valid message.
     fn expect_rejected(pair: &mut Pair, el: &[u8], slots: u32, reason: &str) -> Result {
@@ -285,14 +299,7 @@ pub mod tests {
     #[test]
     fn head_followed_by_other_function_is_eio() -> Result {
         let mut pair = Pair::new()?;
-        let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 9)?;
-        let head = pair.gsp.encode_element(
-            MsgFunction::Nop.into(),
-            5,
-            &chunk,
-            MAX_ELEMENT_PAYLOAD + 100,
-        )?;
-        pair.gsp.post_raw(&head, 16)?;
+        post_split_head(&mut pair, 100)?;
         let intruder = log_element(&pair, b"intruder")?;
         pair.gsp.post_raw(&intruder, 1)?;
         expect_refused(
@@ -308,14 +315,7 @@ pub mod tests {
     #[test]
     fn head_whose_continuation_never_comes_times_out() -> Result {
         let mut pair = Pair::new()?;
-        let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 9)?;
-        let head = pair.gsp.encode_element(
-            MsgFunction::Nop.into(),
-            5,
-            &chunk,
-            MAX_ELEMENT_PAYLOAD + 100,
-        )?;
-        pair.gsp.post_raw(&head, 16)?;
+        post_split_head(&mut pair, 100)?;
         expect_refused(&mut pair, SHORT, ETIMEDOUT, "nothing published in time");
         // The head was consumed.
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 16));
@@ -590,14 +590,7 @@ pub mod tests {
     #[test]
     fn continuation_of_another_rpc_is_eio() -> Result {
         let mut pair = Pair::new()?;
-        let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 9)?;
-        let head = pair.gsp.encode_element(
-            MsgFunction::Nop.into(),
-            5,
-            &chunk,
-            MAX_ELEMENT_PAYLOAD + 10,
-        )?;
-        pair.gsp.post_raw(&head, 16)?;
+        let chunk = post_split_head(&mut pair, 10)?;
         let cont =
             pair.gsp
                 .encode_element(MsgFunction::ContinuationRecord.into(), 6, &chunk[..10], 10)?;
@@ -610,14 +603,7 @@ pub mod tests {
     #[test]
     fn continuation_records_longer_than_the_rpc_are_eio() -> Result {
         let mut pair = Pair::new()?;
-        let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 9)?;
-        let head = pair.gsp.encode_element(
-            MsgFunction::Nop.into(),
-            5,
-            &chunk,
-            MAX_ELEMENT_PAYLOAD + 10,
-        )?;
-        pair.gsp.post_raw(&head, 16)?;
+        let chunk = post_split_head(&mut pair, 10)?;
         // Twenty bytes where ten are left to come.
         let cont =
             pair.gsp

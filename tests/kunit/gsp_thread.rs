@@ -89,29 +89,52 @@ pub fn with_gsp_thread_and<R>(
     setup: impl FnOnce(&mut Vgsp<'static>) -> Result + Send,
     f: impl FnOnce(&mut Gsp, &Bar0, &SimBar<BAR0_SIZE>) -> R,
 ) -> Result<(R, Result<Stats>)> {
+    with_firmware(
+        |fw, bar, stop| {
+            fw.set_log_every(log_every);
+            setup(fw)?;
+            serve(fw, bar, stop)?;
+            Ok(fw.stats)
+        },
+        f,
+    )
+}
+
+/// Runs `f` with a freshly initialised driver beside `firmware`, which drives a virtual
+/// GSP on its own thread until the stop flag it is given is set (with a kick of the
+/// BAR's doorbell), as [`serve`] does. Returns what both returned.
+///
+/// `f` must not assert (see [`with_gsp_thread`]).
+///
+/// # Errors
+///
+/// - `ENOMEM` if the shared memory or the BAR cannot be had.
+pub fn with_firmware<R, S: Send>(
+    firmware: impl FnOnce(&mut Vgsp<'static>, &SimBar<BAR0_SIZE>, &AtomicBool) -> Result<S> + Send,
+    f: impl FnOnce(&mut Gsp, &Bar0, &SimBar<BAR0_SIZE>) -> R,
+) -> Result<(R, Result<S>)> {
     let bar = SimBar::<BAR0_SIZE>::new(&[NV_PGSP_QUEUE_HEAD::OFFSET])?;
     let mut gsp = Gsp::new(kernel::vdev::device()?)?;
     // SAFETY: The view is used only by the GSP thread, which `run_beside` joins before
     // `gsp` (which owns the memory) is dropped.
     let view = unsafe { gsp_view(&gsp.cmdq) };
     let stop = AtomicBool::new(false);
-    let mut stats = None;
-    let (served, r) = run_beside(
+    let mut out = None;
+    let (ran, r) = run_beside(
         || {
             let mut fw = Vgsp::new(view)?;
-            fw.set_log_every(log_every);
-            let served = setup(&mut fw).and_then(|()| serve(&mut fw, &bar, &stop));
-            stats = Some(fw.stats);
-            served
+            out = Some(firmware(&mut fw, &bar, &stop));
+            Ok(())
         },
         || {
             let r = f(&mut gsp, bar.io(), &bar);
-            // ORDERING: `Release` pairs with the `Acquire` load in `serve`; the kick after it
-            // wakes the GSP if it sleeps on the doorbell.
+            // ORDERING: `Release` pairs with the `Acquire` load in `serve` (or the
+            // firmware's own loop); the kick after it wakes the GSP if it sleeps on the
+            // doorbell.
             stop.store(true, Ordering::Release);
             bar.kick();
             r
         },
     );
-    Ok((r, served.and(stats.ok_or(EINVAL))))
+    Ok((r, ran.and_then(|()| out.unwrap_or(Err(EINVAL)))))
 }

@@ -3,10 +3,7 @@
 //! Waits that skip messages end within the caller's timeout: a GSP that keeps sending
 //! log lines and never answers cannot hold the bring-up's waits or a copy's wait.
 
-use core::sync::atomic::{
-    AtomicBool,
-    Ordering, //
-};
+use core::sync::atomic::Ordering;
 
 use kernel::{
     prelude::*,
@@ -14,25 +11,14 @@ use kernel::{
         delay::fsleep,
         Delta, //
     },
-    vdev::{
-        run_beside,
-        SimBar, //
-    },
 };
 use nova_core::gsp::{
-    regs::{
-        Bar0,
-        BAR0_SIZE,
-        NV_PGSP_QUEUE_HEAD, //
-    },
-    Gsp,
+    regs::Bar0,
+    Gsp, //
 };
-use vgsp::{
-    Progress,
-    Vgsp, //
-};
+use vgsp::Progress;
 
-use crate::fixture::gsp_view;
+use crate::gsp_thread::with_firmware;
 
 /// How often the chatty GSP sends a log line.
 pub const LOG_EVERY: Delta = Delta::from_millis(10);
@@ -51,22 +37,12 @@ pub const LOG_LINES: u32 = 100;
 /// # Errors
 ///
 /// - `ENOMEM` if the shared memory or the BAR cannot be had.
-pub fn with_chatty_gsp<R>(
-    dev: &kernel::device::Device,
-    f: impl FnOnce(&mut Gsp, &Bar0) -> R,
-) -> Result<(R, Result<u32>)> {
-    let bar = SimBar::<BAR0_SIZE>::new(&[NV_PGSP_QUEUE_HEAD::OFFSET])?;
-    let mut gsp = Gsp::new(dev)?;
-    // SAFETY: The view is used only by the GSP thread, which `run_beside` joins before
-    // `gsp` (which owns the memory) is dropped.
-    let view = unsafe { gsp_view(&gsp.cmdq) };
-    let stop = AtomicBool::new(false);
-    let mut sent = 0;
-    let (chatted, r) = run_beside(
-        || {
-            let mut fw = Vgsp::new(view)?;
-            // ORDERING: `Acquire` pairs with the `Release` store below; it only hands over
-            // the stop request, the rings are ordered by their own barriers.
+pub fn with_chatty_gsp<R>(f: impl FnOnce(&mut Gsp, &Bar0) -> R) -> Result<(R, Result<u32>)> {
+    with_firmware(
+        |fw, _, stop| {
+            let mut sent = 0;
+            // ORDERING: `Acquire` pairs with the `Release` store in `with_firmware`; it only
+            // hands over the stop request, the rings are ordered by their own barriers.
             while !stop.load(Ordering::Acquire) && sent < LOG_LINES {
                 fsleep(LOG_EVERY);
                 fw.log(b"vgsp: still booting")?;
@@ -75,16 +51,10 @@ pub fn with_chatty_gsp<R>(
                 // nothing is pending, and this loop stops stepping before that.
                 while !fw.outbox_empty() && fw.step()? == Progress::Worked {}
             }
-            Ok(())
+            Ok(sent)
         },
-        || {
-            let r = f(&mut gsp, bar.io());
-            // ORDERING: `Release` pairs with the `Acquire` load of the GSP thread.
-            stop.store(true, Ordering::Release);
-            r
-        },
-    );
-    Ok((r, chatted.map(|()| sent)))
+        |gsp, bar, _| f(gsp, bar),
+    )
 }
 
 /// The cases of the `nova_core_gsp_waits` suite.
@@ -139,7 +109,7 @@ pub mod tests {
 
     #[test]
     fn a_gsp_that_keeps_logging_cannot_hold_a_wait_past_its_timeout() -> Result {
-        let ((result, took, lines), sent) = with_chatty_gsp(kernel::vdev::device()?, |gsp, _| {
+        let ((result, took, lines), sent) = with_chatty_gsp(|gsp, _| {
             let start = Instant::<Monotonic>::now();
             let result = gsp.wait_for::<GspInitDone>(TIMEOUT).err();
             (result, start.elapsed(), gsp.log_lines)
@@ -154,7 +124,7 @@ pub mod tests {
     fn a_gsp_that_keeps_logging_cannot_hold_a_copy_past_its_timeout() -> Result {
         let dev = kernel::vdev::device()?;
         let arena = CopyArena::new(dev, 4096)?;
-        let ((result, took, skipped), sent) = with_chatty_gsp(dev, |gsp, bar| {
+        let ((result, took, skipped), sent) = with_chatty_gsp(|gsp, bar| {
             let copy = match arena.start_copy(&mut gsp.cmdq, bar, 0, 2048, 1024, 1024) {
                 Ok(copy) => copy,
                 Err(e) => return (Some(e), Delta::ZERO, false),
