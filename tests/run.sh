@@ -22,7 +22,10 @@
 #      the aarch64 KTAP through kunit.py;
 #   7. fuzz: each cargo-fuzz target (tests/fuzz) for ${VGSP_FUZZ_SECONDS:-20} s
 #      from the committed seed corpus (if the target has one), with nightly;
-#   8. kernel: tests/kernel.sh — Linux 6.12 with the project dropped in, built
+#   8. upstream patches: every patch of upstream/ applies to Linux 7.3 and passes
+#      its checkpatch.pl --strict (`cargo xtask check-patches`; the 7.3 source is
+#      fetched from Debian once and cached, `cargo xtask linux-7.3`);
+#   9. kernel: tests/kernel.sh — Linux 6.12 with the project dropped in, built
 #      and booted under QEMU on x86_64 and arm64 with two CPUs; every KUnit
 #      suite (the ones above, an end-to-end suite with the virtual GSP on a
 #      kernel thread, the device suite with the GSP in a host process behind
@@ -30,7 +33,7 @@
 #      through kunit.py,
 #      and get_maintainer.pl must find MAINTAINERS' entry for the driver.
 #
-# Options: --host-only skips 4 to 8; --no-kernel skips 8.
+# Options: --host-only skips 4 to 9; --no-kernel skips 9.
 # It installs the Debian packages it needs when run as root, and caches what
 # it builds outside the checkout, under ${VGSP_CACHE:-~/.cache/vgsp}.
 
@@ -278,6 +281,10 @@ for t in $targets; do
     sed -n "/^Done [0-9]* runs/s/^/$t: /p" target/fuzz-"$t".log
 done
 pass "fuzz targets"
+
+step "upstream patches: they apply to Linux 7.3 and pass checkpatch --strict"
+VGSP_CACHE=$CACHE cargo xtask check-patches || fail "an upstream patch no longer applies or is not checkpatch-clean"
+pass "upstream patches"
 
 if ((KERNEL)); then
     for arch in x86_64 arm64; do

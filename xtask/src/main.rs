@@ -15,6 +15,11 @@
 //! A surviving mutant fails the command unless the barrier's `// ORDERING:` comment
 //! explains it with `Survives <kind>: <reason>` (kinds: `delete`, `weaken-read`,
 //! `weaken-write`, `move`). The last line is `ordering mutants: K killed of N`.
+//!
+//! `cargo xtask linux-7.3` and `cargo xtask check-patches [--tree DIR]`: the Linux 7.3
+//! tree and the patches of `upstream/` (see [`linux`]).
+
+mod linux;
 
 use std::{
     collections::VecDeque,
@@ -415,7 +420,13 @@ fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ordering-mutants") => ordering_mutants(&args[1..]),
-        _ => Err("usage: cargo xtask ordering-mutants [--jobs N] [--list]".into()),
+        Some("linux-7.3") => linux::linux_7_3_command(&args[1..]),
+        Some("check-patches") => linux::check_patches(&args[1..]),
+        _ => Err(
+            "usage: cargo xtask ordering-mutants [--jobs N] [--list] | linux-7.3 | \
+                  check-patches [--tree DIR]"
+                .into(),
+        ),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

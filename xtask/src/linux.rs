@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Linux 7.3, the tree the project follows: fetching it the Debian way, and checking the
+//! patches of `upstream/` against it.
+//!
+//! `cargo xtask linux-7.3` makes sure a pristine Linux 7.3 tree is unpacked in the cache
+//! (`$VGSP_CACHE`, default `~/.cache/vgsp`, as `linux-7.3/`) and prints its path. The
+//! source comes from Debian's `linux-source-7.3` package of trixie-backports, fetched
+//! with a private apt configuration under the cache (the system's apt sources are never
+//! changed), from the mirror the system's own sources name. `VGSP_LINUX_7_3=<tree>`
+//! points everything at a tree unpacked by hand instead.
+//!
+//! `cargo xtask check-patches [--tree DIR]`: every `upstream/*.patch` must apply to the
+//! tree (`git apply --check`) and pass the tree's `scripts/checkpatch.pl --strict` with
+//! no error, warning or check. The last line is `upstream patches: N clean of N`.
+
+use std::{
+    env, fs,
+    path::{
+        Path,
+        PathBuf, //
+    },
+    process::Command,
+};
+
+/// The Debian package holding the source, and the suite that has it.
+const PACKAGE: &str = "linux-source-7.3";
+const SUITE: &str = "trixie-backports";
+/// The tarball inside the package.
+const TARBALL: &str = "usr/src/linux-source-7.3.tar.xz";
+/// The keyring the private configuration trusts (Debian's, as the system's sources do).
+const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
+
+/// Returns the cache directory.
+fn cache() -> Result<PathBuf, String> {
+    if let Some(dir) = env::var_os("VGSP_CACHE") {
+        return Ok(PathBuf::from(dir));
+    }
+    let home = env::var_os("HOME").ok_or("neither VGSP_CACHE nor HOME is set")?;
+    Ok(Path::new(&home).join(".cache/vgsp"))
+}
+
+/// Returns whether `tree` is a Linux 7.3 source tree with nova-core.
+fn is_linux_7_3(tree: &Path) -> bool {
+    let Ok(makefile) = fs::read_to_string(tree.join("Makefile")) else {
+        return false;
+    };
+    let has = |line: &str| makefile.lines().any(|l| l.trim() == line);
+    has("VERSION = 7")
+        && has("PATCHLEVEL = 3")
+        && tree.join("drivers/gpu/nova-core/gsp/cmdq.rs").is_file()
+}
+
+/// Runs `cmd`, failing with what it was and what it printed.
+fn run(cmd: &mut Command) -> Result<(), String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "{cmd:?} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    ))
+}
+
+/// Returns the Debian mirror the system's apt sources use.
+fn debian_mirror() -> Result<String, String> {
+    let mut texts = Vec::new();
+    for dir in ["/etc/apt/sources.list.d", "/etc/apt"] {
+        let Ok(entries) = fs::read_dir(dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if name.ends_with(".sources") || name.ends_with(".list") {
+                texts.push(fs::read_to_string(&p).unwrap_or_default());
+            }
+        }
+    }
+    // deb822 (`URIs: …`) or one-line (`deb [opts] URI suite …`) entries whose URI is a
+    // Debian archive, not its security one.
+    for text in &texts {
+        for line in text.lines() {
+            let line = line.trim();
+            let uris = if let Some(rest) = line.strip_prefix("URIs:") {
+                rest.split_whitespace().collect::<Vec<_>>()
+            } else if let Some(rest) = line.strip_prefix("deb ") {
+                rest.split_whitespace()
+                    .filter(|w| !w.starts_with('['))
+                    .take(1)
+                    .collect()
+            } else {
+                continue;
+            };
+            if let Some(uri) = uris
+                .into_iter()
+                .find(|u| u.ends_with("/debian") || u.ends_with("/debian/"))
+            {
+                return Ok(uri.trim_end_matches('/').to_string());
+            }
+        }
+    }
+    Err("no Debian mirror in /etc/apt/sources.list.d or /etc/apt/sources.list".into())
+}
+
+/// Fetches and unpacks the tree into `dest`.
+fn fetch(cache: &Path, dest: &Path) -> Result<(), String> {
+    let apt = cache.join("apt-7.3");
+    for d in ["lists/partial", "cache/archives/partial", "debs"] {
+        fs::create_dir_all(apt.join(d)).map_err(|e| format!("{}: {e}", apt.display()))?;
+    }
+    let mirror = debian_mirror()?;
+    let sources = apt.join("sources.list");
+    fs::write(
+        &sources,
+        format!("deb [signed-by={KEYRING}] {mirror} {SUITE} main\n"),
+    )
+    .map_err(|e| format!("{}: {e}", sources.display()))?;
+    let opts = [
+        format!("-o=Dir::Etc::sourcelist={}", sources.display()),
+        "-o=Dir::Etc::sourceparts=/nonexistent".to_string(),
+        format!("-o=Dir::State::Lists={}", apt.join("lists").display()),
+        format!("-o=Dir::Cache={}", apt.join("cache").display()),
+        "-o=APT::Sandbox::User=root".to_string(),
+    ];
+    let debs = apt.join("debs");
+    let deb = |debs: &Path| -> Option<PathBuf> {
+        fs::read_dir(debs)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(PACKAGE) && n.ends_with(".deb"))
+            })
+    };
+    if deb(&debs).is_none() {
+        eprintln!("xtask: fetching {PACKAGE} from {mirror} {SUITE} (about 170 MB, once)");
+        run(Command::new("apt-get").args(&opts).args(["-qq", "update"]))?;
+        run(Command::new("apt-get")
+            .args(&opts)
+            .args(["-qq", "download", PACKAGE])
+            .current_dir(&debs))?;
+    }
+    let deb = deb(&debs).ok_or_else(|| format!("apt-get download left no {PACKAGE} .deb"))?;
+    eprintln!("xtask: unpacking {} (once)", deb.display());
+    let staging = cache.join("linux-7.3.tmp");
+    let _ = fs::remove_dir_all(&staging);
+    fs::create_dir_all(&staging).map_err(|e| format!("{}: {e}", staging.display()))?;
+    run(Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(&deb)
+        .arg(staging.join("deb")))?;
+    run(Command::new("tar")
+        .arg("-xJf")
+        .arg(staging.join("deb").join(TARBALL))
+        .arg("-C")
+        .arg(&staging)
+        .arg("--strip-components=1"))?;
+    let _ = fs::remove_dir_all(staging.join("deb"));
+    if !is_linux_7_3(&staging) {
+        return Err(format!(
+            "{} did not unpack to a Linux 7.3 tree",
+            deb.display()
+        ));
+    }
+    fs::rename(&staging, dest).map_err(|e| format!("{}: {e}", dest.display()))
+}
+
+/// Returns the Linux 7.3 tree, fetching it into the cache if it is not there.
+///
+/// # Errors
+///
+/// What was tried and failed, and how to point the tools at a tree unpacked by hand.
+pub fn linux_7_3() -> Result<PathBuf, String> {
+    if let Some(tree) = env::var_os("VGSP_LINUX_7_3") {
+        let tree = PathBuf::from(tree);
+        return if is_linux_7_3(&tree) {
+            Ok(tree)
+        } else {
+            Err(format!(
+                "VGSP_LINUX_7_3={} is not a Linux 7.3 tree with drivers/gpu/nova-core",
+                tree.display()
+            ))
+        };
+    }
+    let cache = cache()?;
+    let tree = cache.join("linux-7.3");
+    if is_linux_7_3(&tree) {
+        return Ok(tree);
+    }
+    fetch(&cache, &tree).map_err(|e| {
+        format!(
+            "{e}\ncannot get Linux 7.3: tried Debian's {PACKAGE} from {SUITE} through a \
+             private apt configuration under {}. Unpack a Linux 7.3 tree yourself and set \
+             VGSP_LINUX_7_3=<tree> to use it instead.",
+            cache.join("apt-7.3").display()
+        )
+    })?;
+    Ok(tree)
+}
+
+/// `cargo xtask linux-7.3`: prints the tree's path.
+pub fn linux_7_3_command(args: &[String]) -> Result<bool, String> {
+    if !args.is_empty() {
+        return Err("usage: cargo xtask linux-7.3".into());
+    }
+    println!("{}", linux_7_3()?.display());
+    Ok(true)
+}
+
+/// `cargo xtask check-patches [--tree DIR]`.
+pub fn check_patches(args: &[String]) -> Result<bool, String> {
+    let tree = match args {
+        [] => linux_7_3()?,
+        [flag, dir] if flag == "--tree" => PathBuf::from(dir),
+        _ => return Err("usage: cargo xtask check-patches [--tree DIR]".into()),
+    };
+    let checkpatch = tree.join("scripts/checkpatch.pl");
+    if !checkpatch.is_file() {
+        return Err(format!("{} has no scripts/checkpatch.pl", tree.display()));
+    }
+    let mut patches: Vec<PathBuf> = fs::read_dir("upstream")
+        .map_err(|e| format!("upstream/: {e}"))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "patch"))
+        .collect();
+    patches.sort();
+    if patches.is_empty() {
+        return Err("upstream/ holds no patch".into());
+    }
+    let mut clean = 0;
+    for patch in &patches {
+        let patch = fs::canonicalize(patch).map_err(|e| format!("{}: {e}", patch.display()))?;
+        let name = patch.file_name().and_then(|n| n.to_str()).unwrap_or("?");
+        // `git apply` works outside a repository too, as a plain patch tool.
+        let applies = run(Command::new("git")
+            .args(["apply", "--check"])
+            .arg(&patch)
+            .current_dir(&tree));
+        let out = Command::new("perl")
+            .arg(&checkpatch)
+            .args(["--strict", "--no-tree", "--color=never"])
+            .arg(&patch)
+            .current_dir(&tree)
+            .output()
+            .map_err(|e| format!("cannot run checkpatch.pl: {e}"))?;
+        let report = String::from_utf8_lossy(&out.stdout);
+        let total = report
+            .lines()
+            .find(|l| l.starts_with("total: "))
+            .unwrap_or("total: (no summary)");
+        let style_clean = total.starts_with("total: 0 errors, 0 warnings, 0 checks");
+        match (&applies, style_clean) {
+            (Ok(()), true) => {
+                clean += 1;
+                println!("upstream patch {name}: applies, checkpatch --strict clean");
+            }
+            _ => {
+                if let Err(e) = &applies {
+                    println!(
+                        "upstream patch {name}: does not apply to {}: {e}",
+                        tree.display()
+                    );
+                }
+                if !style_clean {
+                    println!("upstream patch {name}: checkpatch --strict: {total}\n{report}");
+                }
+            }
+        }
+    }
+    println!("upstream patches: {clean} clean of {}", patches.len());
+    Ok(clean == patches.len())
+}
