@@ -1,25 +1,44 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Coherent DMA memory, as upstream's `kernel::dma`.
+//! Coherent DMA memory, as Linux 7.3's `kernel::dma`.
 //!
-//! [`CoherentAllocation`] is the CPU's side of memory shared with a device. Fields are
-//! read and written with volatile accesses through [`dma_read!`] and [`dma_write!`];
-//! bulk data moves with [`CoherentAllocation::read_raw`] and
-//! [`CoherentAllocation::write_raw`], whose callers state that the protocol gives them
-//! the bytes they touch.
+//! [`Coherent<T>`] is the CPU's side of memory shared with a device: a `T` (or, for
+//! `Coherent<[T]>`, a slice) that the device reaches at [`Coherent::dma_address`]. It is
+//! an I/O view's base ([`IoBase`]): `io_project!(mem, .field)` narrows it to a
+//! [`CoherentView`], `io_read!`/`io_write!` read and write a field with one volatile access,
+//! and a byte view's `copy_to_slice`/`copy_from_slice` move bulk data. [`CoherentBox<T>`]
+//! is the stage before the device sees the memory: the CPU fills it through `&mut T`, then
+//! turns it into a `Coherent<T>`.
 //!
-//! [`DmaView`] is the *device's* side of the same memory: the view a bus master (here,
-//! the virtual GSP firmware) has of it. Every access through it is bounds-checked, since
-//! the offsets it uses may come from the other agent.
+//! # Ours, not 7.3's
 //!
-//! A test bench can attach a [`DmaReadObserver`] to an allocation
-//! ([`CoherentAllocation::set_read_observer`]), told of every
-//! [`CoherentAllocation::read_raw`] just before it copies: a simulated device that changes
-//! the memory between two of the driver's reads, as a hostile one could. This is ours,
-//! not upstream's API; no driver code uses it.
+//! - The memory comes from the environment's allocator, zeroed and page-aligned, and its
+//!   bus address is its CPU address: the device is simulated and there is no IOMMU. 7.3's
+//!   constructors take a `&Device<Bound>` and call `dma_alloc_attrs`; ours take this
+//!   crate's `&Device` and no attributes.
+//! - [`Coherent::from_device_memory`]: memory a device exposes (the RAM-backed
+//!   shared-memory BAR of an emulated device) given the coherent-memory accessors, because
+//!   the protocol on it is coherent memory's.
+//! - [`Coherent::atomic_u64`], [`DmaView::atomic_u64`]: a 64-bit atomic in shared memory,
+//!   an `mbarrier` word.
+//! - [`DmaView`], [`Coherent::device_view`]: the *device's* side of the same memory, the
+//!   view a bus master (here, the virtual GSP firmware) has of it; every access through it
+//!   is bounds-checked, since the offsets it uses may come from the other agent. A real
+//!   device is not Rust code, so 7.3 has no such view.
+//! - [`DmaReadObserver`], [`Coherent::set_read_observer`]: a test bench attaches an observer
+//!   told of every byte copy out of the allocation just before it happens: a simulated
+//!   device that changes the memory between two of the driver's reads, as a hostile one
+//!   could. No driver code uses it.
+//! - Under the model backend (`--cfg loom`) every 32-bit `read_val`/`write_val` is a
+//!   recorded access of a loom atomic and every byte copy a recorded access of the pages it
+//!   touches; accesses of other widths are plain volatile ones, which the model does not see.
 
 use core::{
     marker::PhantomData,
+    ops::{
+        Deref,
+        DerefMut, //
+    },
     ptr::NonNull, //
 };
 
@@ -34,6 +53,13 @@ use crate::{
         },
         Result, //
     },
+    io::{
+        IoBackend,
+        IoBase,
+        IoCapable,
+        IoCopyable, //
+    },
+    ptr::KnownSize,
     sync::atomic::Atomic,
     transmute::{
         AsBytes,
@@ -44,132 +70,165 @@ use crate::{
 /// A bus address as the device sees it.
 pub type DmaAddress = u64;
 
-/// Something told of the CPU's bulk reads of a [`CoherentAllocation`], as a device that
+/// Something told of the CPU's byte copies out of a [`Coherent`], as a device that
 /// watches the bus would be: a test bench's hostile device, which changes the memory
 /// between two of the driver's reads.
 ///
-/// Ours, not upstream's API: for test benches only
-/// ([`CoherentAllocation::set_read_observer`]).
+/// Ours, not 7.3's: for test benches only ([`Coherent::set_read_observer`]).
 pub trait DmaReadObserver: Send + Sync {
-    /// Called by [`CoherentAllocation::read_raw`] just before it copies the `len` bytes
-    /// starting `offset` bytes into the allocation; what the observer writes to the
-    /// memory (through a [`DmaView`]) is what the copy reads.
+    /// Called just before a copy of the `len` bytes starting `offset` bytes into the
+    /// allocation; what the observer writes to the memory (through a [`DmaView`]) is what
+    /// the copy reads.
     fn before_read(&self, offset: usize, len: usize);
 }
 
-/// An allocation of `count` values of `T` in memory coherent with a device.
+/// Memory coherent with a device, holding a `T`.
 ///
 /// # Invariants
 ///
-/// `cpu_addr` points to `count` device-shared values of `T`, aligned for `T`, valid for
-/// `size` bytes for the life of the value. If `owned`, they are page-aligned, zeroed at
-/// allocation, and allocated by `env::alloc_coherent`, which this value frees; otherwise
-/// they are memory the device exposes ([`CoherentAllocation::from_device_memory`]).
+/// `cpu_addr` points to a `T` of `size()` bytes, aligned for it, valid for reads and writes
+/// for the life of the value, and shared only with the device. If `owned`, it is
+/// page-aligned, was zeroed at allocation and comes from `env::alloc_coherent`, which this
+/// value frees; otherwise it is memory a device exposes ([`Coherent::from_device_memory`]).
 /// `read_observer`, if set, points to a live observer for the life of the value.
-pub struct CoherentAllocation<T: AsBytes + FromBytes> {
+pub struct Coherent<T: KnownSize + ?Sized> {
     cpu_addr: NonNull<T>,
-    count: usize,
-    size: usize,
-    dma_handle: DmaAddress,
+    dma_addr: DmaAddress,
     owned: bool,
     read_observer: Option<NonNull<dyn DmaReadObserver>>,
-    _p: PhantomData<T>,
 }
 
-// SAFETY: The allocation is plain memory owned by the value; the accessors are volatile or
-// require the caller to uphold the sharing protocol. The read observer, if any, is
-// `Send + Sync` and outlives the value (the contract of `set_read_observer`).
-unsafe impl<T: AsBytes + FromBytes + Send> Send for CoherentAllocation<T> {}
+// SAFETY: The memory is owned by the value (or lent by the device for its life); every
+// access is volatile, a recorded model access, or an `unsafe` one whose caller upholds the
+// sharing protocol. The read observer, if any, is `Send + Sync` and outlives the value.
+unsafe impl<T: KnownSize + Send + ?Sized> Send for Coherent<T> {}
 // SAFETY: As above.
-unsafe impl<T: AsBytes + FromBytes + Sync> Sync for CoherentAllocation<T> {}
+unsafe impl<T: KnownSize + Sync + ?Sized> Sync for Coherent<T> {}
 
-impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
-    /// Allocates zeroed coherent memory for `count` values of `T`.
-    ///
-    /// # Errors
-    ///
-    /// - `EINVAL` if `count` is zero, `T` is zero-sized or aligned beyond a page.
-    /// - `EOVERFLOW` if the size overflows.
-    /// - `ENOMEM` if the memory cannot be had.
-    pub fn alloc_coherent(_dev: &Device, count: usize, _gfp_flags: Flags) -> Result<Self> {
-        if count == 0 || core::mem::size_of::<T>() == 0 {
-            return Err(EINVAL);
-        }
-        let size = core::mem::size_of::<T>()
-            .checked_mul(count)
-            .filter(|&size| size <= isize::MAX as usize - crate::env::PAGE_SIZE)
-            .ok_or(EOVERFLOW)?;
-        if core::mem::align_of::<T>() > crate::env::PAGE_SIZE {
-            return Err(EINVAL);
-        }
-        let ptr = crate::env::alloc_coherent(size).ok_or(ENOMEM)?;
-        #[cfg(loom)]
-        crate::model::register(ptr.as_ptr() as usize, size);
-        // INVARIANT: freshly allocated by `alloc_coherent`: `size` bytes, zeroed and
-        // page-aligned (so aligned for `T`, checked above), and `T: FromBytes` makes zero a
-        // valid value; no observer.
-        Ok(Self {
-            cpu_addr: ptr.cast::<T>(),
-            count,
-            size,
+/// Allocates `size` zeroed bytes of coherent memory.
+fn alloc_zeroed(size: usize, align: usize) -> Result<NonNull<u8>> {
+    if size == 0 || align > crate::env::PAGE_SIZE {
+        return Err(EINVAL);
+    }
+    // PANIC: `PAGE_SIZE` is far below `isize::MAX`.
+    if size > isize::MAX as usize - crate::env::PAGE_SIZE {
+        return Err(EOVERFLOW);
+    }
+    let ptr = crate::env::alloc_coherent(size).ok_or(ENOMEM)?;
+    #[cfg(loom)]
+    crate::model::register(ptr.as_ptr() as usize, size);
+    Ok(ptr)
+}
+
+impl<T: KnownSize + ?Sized> Coherent<T> {
+    /// The coherent memory at `cpu_addr`, freshly allocated.
+    fn owned(cpu_addr: NonNull<T>) -> Self {
+        // INVARIANT: the callers pass memory from `alloc_zeroed` of the `T`'s size,
+        // page-aligned (so aligned for `T`, which `alloc_zeroed` checked), zeroed, and
+        // `T: FromBytes` (every constructor's bound) makes zero a valid `T`; no observer.
+        Self {
+            cpu_addr,
             // CAST: addresses fit in 64 bits on every supported architecture.
-            dma_handle: ptr.as_ptr() as usize as DmaAddress,
+            dma_addr: cpu_addr.as_ptr().cast::<u8>().addr() as DmaAddress,
             owned: true,
             read_observer: None,
-            _p: PhantomData,
-        })
+        }
     }
 
-    /// Wraps `count` values of `T` in memory that a device exposes to the CPU, which the
-    /// device sees at bus address `dma_handle`: the shared-memory BAR of an emulated
-    /// device, mapped write-back, whose memory is RAM on the other side. The memory is
-    /// not cleared, and not freed on drop.
-    ///
-    /// Upstream maps such a BAR with `pci::Bar`; this shim gives it the coherent-memory
-    /// accessors instead, because the protocol on it is the one of coherent memory.
-    ///
-    /// # Errors
-    ///
-    /// - `EINVAL` if `count` is zero, `T` is zero-sized, or `cpu_addr` is not aligned
-    ///   for `T`.
-    /// - `EOVERFLOW` if the size overflows.
+    /// The size of the memory in bytes.
+    #[inline]
+    pub fn size(&self) -> usize {
+        T::size(self.cpu_addr.as_ptr())
+    }
+
+    /// The CPU's pointer to the memory.
+    #[inline]
+    pub fn as_ptr(&self) -> *const T {
+        self.cpu_addr.as_ptr()
+    }
+
+    /// The CPU's pointer to the memory, for writing.
+    #[inline]
+    pub fn as_mut_ptr(&self) -> *mut T {
+        self.cpu_addr.as_ptr()
+    }
+
+    /// The address the device uses for the start of the memory.
+    #[inline]
+    pub fn dma_address(&self) -> DmaAddress {
+        self.dma_addr
+    }
+
+    /// The memory as a reference.
     ///
     /// # Safety
     ///
-    /// `cpu_addr` must be valid for reads and writes of `count` values of `T` for the
-    /// life of the returned value, and shared only with the device and through this
-    /// value.
-    pub unsafe fn from_device_memory(
-        cpu_addr: NonNull<u8>,
-        count: usize,
-        dma_handle: DmaAddress,
-    ) -> Result<Self> {
-        if count == 0 || core::mem::size_of::<T>() == 0 || !cpu_addr.cast::<T>().is_aligned() {
+    /// While the reference lives, neither the device nor the CPU may write the memory.
+    #[inline]
+    pub unsafe fn as_ref(&self) -> &T {
+        // SAFETY: valid and aligned by the type invariant; no writer, by the caller.
+        unsafe { &*self.as_ptr() }
+    }
+
+    /// The memory as a mutable reference.
+    ///
+    /// # Safety
+    ///
+    /// While the reference lives, neither the device nor the CPU may otherwise access the
+    /// memory.
+    #[expect(
+        clippy::mut_from_ref,
+        reason = "7.3's signature; the caller gives exclusivity"
+    )]
+    #[inline]
+    pub unsafe fn as_mut(&self) -> &mut T {
+        // SAFETY: valid and aligned by the type invariant; exclusive, by the caller.
+        unsafe { &mut *self.as_mut_ptr() }
+    }
+
+    /// Wraps memory that a device exposes to the CPU, which the device sees at bus address
+    /// `dma_addr`: the shared-memory BAR of an emulated device, mapped write-back, whose
+    /// memory is RAM on the other side. The memory is neither cleared nor freed.
+    ///
+    /// Ours, not 7.3's (see the module documentation).
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if `cpu_addr` is null or not aligned for `T`, or covers no byte.
+    ///
+    /// # Safety
+    ///
+    /// `cpu_addr` must be valid for reads and writes of its `T` for the life of the returned
+    /// value, any bytes must be a valid `T`, and the memory must be shared only with the
+    /// device and through this value.
+    pub unsafe fn from_device_memory(cpu_addr: *mut T, dma_addr: DmaAddress) -> Result<Self> {
+        let Some(cpu_addr) = NonNull::new(cpu_addr) else {
+            return Err(EINVAL);
+        };
+        if T::size(cpu_addr.as_ptr()) == 0
+            || !cpu_addr
+                .as_ptr()
+                .cast::<u8>()
+                .addr()
+                .is_multiple_of(T::MIN_ALIGN.as_usize())
+        {
             return Err(EINVAL);
         }
-        let size = core::mem::size_of::<T>()
-            .checked_mul(count)
-            .filter(|&size| size <= isize::MAX as usize)
-            .ok_or(EOVERFLOW)?;
-        // INVARIANT: aligned (checked above) and valid for `size` bytes (guaranteed by the
-        // caller); not owned; no observer.
+        // INVARIANT: aligned (checked above) and valid (the caller's contract); not owned;
+        // no observer.
         Ok(Self {
-            cpu_addr: cpu_addr.cast::<T>(),
-            count,
-            size,
-            dma_handle,
+            cpu_addr,
+            dma_addr,
             owned: false,
             read_observer: None,
-            _p: PhantomData,
         })
     }
 
-    /// Makes [`Self::read_raw`] call `observer` just before every copy, replacing any
-    /// observer set before.
+    /// Makes every byte copy out of the memory call `observer` just before it copies,
+    /// replacing any observer set before.
     ///
-    /// Ours, not upstream's API: for test benches that play a device changing the memory
-    /// between two of the driver's reads. Without an observer a read costs one test of an
-    /// `Option` more.
+    /// Ours, not 7.3's: for test benches that play a device changing the memory between two
+    /// of the driver's reads. Without an observer a copy costs one test of an `Option` more.
     ///
     /// # Safety
     ///
@@ -179,179 +238,367 @@ impl<T: AsBytes + FromBytes> CoherentAllocation<T> {
         self.read_observer = Some(NonNull::from(observer));
     }
 
-    /// Returns the number of values of `T` in the allocation.
-    pub fn count(&self) -> usize {
-        self.count
-    }
-
-    /// Returns the size of the allocation in bytes.
-    pub fn size(&self) -> usize {
-        self.size
-    }
-
-    /// Returns the address the device uses for the start of the allocation.
+    /// The 64-bit atomic word `offset` bytes into the memory, for state that the CPU and
+    /// the device update only with atomic operations (an `mbarrier`).
     ///
-    /// There is no IOMMU: for allocated memory the bus address is the CPU address.
-    pub fn dma_handle(&self) -> DmaAddress {
-        self.dma_handle
-    }
-
-    /// Returns the CPU address of the start of the allocation.
-    pub fn start_ptr(&self) -> *const T {
-        self.cpu_addr.as_ptr()
-    }
-
-    /// Returns the CPU address of the start of the allocation, for writing.
-    pub fn start_ptr_mut(&mut self) -> *mut T {
-        self.cpu_addr.as_ptr()
-    }
-
-    /// Returns a pointer to the value at `offset`, for the field projections of
-    /// [`dma_read!`] and [`dma_write!`].
+    /// Ours, not 7.3's.
     ///
     /// # Errors
     ///
-    /// - `EINVAL` if `offset` is not below [`Self::count`].
-    #[doc(hidden)]
-    pub fn item_from_index(&self, offset: usize) -> Result<*mut T> {
-        if offset >= self.count {
-            return Err(EINVAL);
-        }
-        // SAFETY: `offset < count`, so the result stays inside the allocation.
-        Ok(unsafe { self.cpu_addr.as_ptr().add(offset) })
-    }
-
-    /// Reads a field with a volatile load.
-    ///
-    /// # Safety
-    ///
-    /// `field` must point to a properly aligned field inside this allocation.
-    #[doc(hidden)]
-    #[track_caller]
-    pub unsafe fn field_read<F: FromBytes>(&self, field: *const F) -> F {
-        #[cfg(loom)]
-        if core::mem::size_of::<F>() == 4 {
-            // SAFETY: `field` is a valid aligned 4-byte field (the caller's contract), and
-            // `F: FromBytes` is valid for the bits of the `u32` read back.
-            return unsafe {
-                core::mem::transmute_copy(&crate::model::load_word(field.cast::<u32>()))
-            };
-        }
-        // SAFETY: The caller guarantees `field` is valid and aligned; `F: FromBytes` makes
-        // any value the device left there valid.
-        unsafe { core::ptr::read_volatile(field) }
-    }
-
-    /// Writes a field with a volatile store.
-    ///
-    /// # Safety
-    ///
-    /// `field` must point to a properly aligned field inside this allocation.
-    #[doc(hidden)]
-    #[track_caller]
-    pub unsafe fn field_write<F: AsBytes>(&self, field: *mut F, val: F) {
-        #[cfg(loom)]
-        if core::mem::size_of::<F>() == 4 {
-            // SAFETY: `field` is a valid aligned 4-byte field (the caller's contract), and
-            // `F: AsBytes` has no padding, so its bits are a `u32`.
-            return unsafe {
-                crate::model::store_word(field.cast::<u32>(), core::mem::transmute_copy(&val))
-            };
-        }
-        // SAFETY: The caller guarantees `field` is valid and aligned.
-        unsafe { core::ptr::write_volatile(field, val) }
-    }
-
-    fn byte_range(&self, offset: usize, len: usize) -> Result<*mut u8> {
-        match offset.checked_add(len) {
-            // SAFETY: `offset + len <= size`, so the result stays inside the allocation.
-            Some(end) if end <= self.size() => {
-                Ok(unsafe { self.cpu_addr.as_ptr().cast::<u8>().add(offset) })
-            }
-            _ => Err(EOVERFLOW),
-        }
-    }
-
-    /// Copies `dst.len()` bytes starting `offset` bytes into the allocation out to `dst`.
-    ///
-    /// The read observer, if one is set ([`Self::set_read_observer`]), is called just
-    /// before the copy, once the range is checked.
-    ///
-    /// # Errors
-    ///
-    /// - `EOVERFLOW` if the range leaves the allocation.
-    ///
-    /// # Safety
-    ///
-    /// The sharing protocol must keep the device from writing these bytes during the
-    /// copy (the caller has acquired them), or the caller must not rely on their values
-    /// beyond checking them.
-    #[track_caller]
-    pub unsafe fn read_raw(&self, offset: usize, dst: &mut [u8]) -> Result {
-        let src = self.byte_range(offset, dst.len())?;
-        if let Some(observer) = self.read_observer {
-            // SAFETY: By the contract of `set_read_observer` the observer outlives `self`,
-            // and `DmaReadObserver: Sync` makes a shared reference to it usable from any
-            // thread.
-            unsafe { observer.as_ref() }.before_read(offset, dst.len());
-        }
-        // SAFETY: `src` is valid for `dst.len()` bytes (checked above) and cannot overlap
-        // `dst`, which the caller borrowed from elsewhere.
-        unsafe { copy_in(src, dst.as_mut_ptr(), dst.len()) };
-        Ok(())
-    }
-
-    /// Copies `src` into the allocation starting `offset` bytes in.
-    ///
-    /// # Errors
-    ///
-    /// - `EOVERFLOW` if the range leaves the allocation.
-    ///
-    /// # Safety
-    ///
-    /// The sharing protocol must give these bytes to the CPU for writing: the device
-    /// neither reads nor writes them until the caller publishes them.
-    #[track_caller]
-    pub unsafe fn write_raw(&self, offset: usize, src: &[u8]) -> Result {
-        let dst = self.byte_range(offset, src.len())?;
-        // SAFETY: `dst` is valid for `src.len()` bytes (checked above) and cannot overlap
-        // `src`, which the caller borrowed from elsewhere.
-        unsafe { copy_out(src.as_ptr(), dst, src.len()) };
-        Ok(())
-    }
-
-    /// Returns the 64-bit atomic word `offset` bytes into the allocation, for state that
-    /// the CPU and the device update with atomic operations (an `mbarrier`).
-    ///
-    /// # Errors
-    ///
-    /// - `EINVAL` if the word is unaligned or outside the allocation.
+    /// - `EINVAL` if the word is unaligned or outside the memory.
     /// - `EOPNOTSUPP` under the model backend, which does not model atomics in shared
     ///   memory (its scenarios give a barrier its own word).
     pub fn atomic_u64(&self, offset: usize) -> Result<&Atomic<u64>> {
         self.device_view().atomic_u64(offset)
     }
 
-    /// Returns the device's view of this allocation, for a simulated device that shares
-    /// the CPU's address space.
+    /// The device's view of this memory, for a simulated device that shares the CPU's
+    /// address space.
+    ///
+    /// Ours, not 7.3's.
     pub fn device_view(&self) -> DmaView<'_> {
-        // SAFETY: The allocation is valid for `size()` bytes for as long as `self` is
-        // borrowed.
+        // SAFETY: the memory is valid for `size()` bytes while `self` is borrowed, and
+        // page-aligned or aligned for `T` (at least the 8 bytes `DmaView` wants for the
+        // types shared here: `from_device_memory` callers pass page-aligned BARs).
         unsafe { DmaView::from_raw_parts(self.cpu_addr.as_ptr().cast(), self.size()) }
     }
 }
 
-impl<T: AsBytes + FromBytes> Drop for CoherentAllocation<T> {
+impl<T: AsBytes + FromBytes> Coherent<T> {
+    /// Allocates coherent memory for a `T`, zeroed.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if `T` is zero-sized or aligned beyond a page.
+    /// - `ENOMEM` if the memory cannot be had.
+    pub fn zeroed(_dev: &Device, _gfp_flags: Flags) -> Result<Self> {
+        let ptr = alloc_zeroed(size_of::<T>(), align_of::<T>())?;
+        Ok(Self::owned(ptr.cast()))
+    }
+}
+
+impl<T: AsBytes + FromBytes> Coherent<[T]> {
+    /// Allocates coherent memory for `len` values of `T`, zeroed.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if `len` is zero, `T` is zero-sized or aligned beyond a page.
+    /// - `EOVERFLOW` if the size overflows.
+    /// - `ENOMEM` if the memory cannot be had.
+    pub fn zeroed_slice(_dev: &Device, len: usize, _gfp_flags: Flags) -> Result<Self> {
+        let size = size_of::<T>().checked_mul(len).ok_or(EOVERFLOW)?;
+        let ptr = alloc_zeroed(size, align_of::<T>())?;
+        Ok(Self::owned(NonNull::slice_from_raw_parts(
+            ptr.cast::<T>(),
+            len,
+        )))
+    }
+
+    /// The number of values in the memory.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.cpu_addr.len()
+    }
+
+    /// Whether the memory holds no value (never, for allocated memory).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<T: KnownSize + ?Sized> Drop for Coherent<T> {
     fn drop(&mut self) {
         if !self.owned {
             return;
         }
+        let size = self.size();
         #[cfg(loom)]
-        crate::model::unregister(self.cpu_addr.as_ptr() as usize);
-        // SAFETY: By the type invariant the memory is `self.size` bytes from
-        // `alloc_coherent`, and nothing uses it after this.
-        unsafe { crate::env::free_coherent(self.cpu_addr.cast::<u8>(), self.size) };
+        crate::model::unregister(self.cpu_addr.as_ptr().cast::<u8>().addr());
+        // SAFETY: by the type invariant the memory is `size` bytes from `alloc_coherent`,
+        // and nothing uses it after this.
+        unsafe { crate::env::free_coherent(self.cpu_addr.cast::<u8>(), size) };
     }
+}
+
+/// Coherent memory that only the CPU has seen yet, filled through `&mut T` before it is
+/// turned into a [`Coherent`] and handed to the device.
+pub struct CoherentBox<T: KnownSize + ?Sized>(Coherent<T>);
+
+impl<T: AsBytes + FromBytes> CoherentBox<T> {
+    /// Allocates a zeroed `T` (see [`Coherent::zeroed`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Coherent::zeroed`].
+    pub fn zeroed(dev: &Device, gfp_flags: Flags) -> Result<Self> {
+        Ok(Self(Coherent::zeroed(dev, gfp_flags)?))
+    }
+}
+
+impl<T: AsBytes + FromBytes> CoherentBox<[T]> {
+    /// Allocates `len` zeroed values of `T` (see [`Coherent::zeroed_slice`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Coherent::zeroed_slice`].
+    pub fn zeroed_slice(dev: &Device, len: usize, gfp_flags: Flags) -> Result<Self> {
+        Ok(Self(Coherent::zeroed_slice(dev, len, gfp_flags)?))
+    }
+}
+
+impl<T: KnownSize + ?Sized> Deref for CoherentBox<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        // SAFETY: the device has not been given the memory yet (the type's purpose), so
+        // nothing else accesses it.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<T: AsBytes + FromBytes + KnownSize + ?Sized> DerefMut for CoherentBox<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`, and `&mut self` makes the access exclusive.
+        unsafe { self.0.as_mut() }
+    }
+}
+
+impl<T: AsBytes + FromBytes + KnownSize + ?Sized> From<CoherentBox<T>> for Coherent<T> {
+    fn from(value: CoherentBox<T>) -> Self {
+        value.0
+    }
+}
+
+/// A view of part of a [`Coherent`]: what `io_project!` makes of it.
+///
+/// # Invariants
+///
+/// `ptr` lies inside the allocation that starts at `alloc`, valid for `'a`, and aligned for
+/// `T`; `dma_addr` is the bus address of `ptr`; `observer` is the allocation's.
+pub struct CoherentView<'a, T: ?Sized> {
+    ptr: *mut T,
+    dma_addr: DmaAddress,
+    alloc: *const u8,
+    observer: Option<NonNull<dyn DmaReadObserver>>,
+    _p: PhantomData<&'a ()>,
+}
+
+impl<T: ?Sized> Clone for CoherentView<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: ?Sized> Copy for CoherentView<'_, T> {}
+
+impl<'a, T: ?Sized> CoherentView<'a, T> {
+    /// The bus address of the viewed part.
+    #[inline]
+    pub fn dma_address(self) -> DmaAddress {
+        self.dma_addr
+    }
+
+    /// The viewed part as a reference.
+    ///
+    /// # Safety
+    ///
+    /// While the reference lives, neither the device nor the CPU may write the memory.
+    #[inline]
+    pub unsafe fn as_ref(self) -> &'a T {
+        // SAFETY: valid and aligned by the type invariant; no writer, by the caller.
+        unsafe { &*self.ptr }
+    }
+
+    /// The viewed part as a mutable reference.
+    ///
+    /// # Safety
+    ///
+    /// While the reference lives, neither the device nor the CPU may otherwise access the
+    /// memory.
+    #[inline]
+    pub unsafe fn as_mut(self) -> &'a mut T {
+        // SAFETY: valid and aligned by the type invariant; exclusive, by the caller.
+        unsafe { &mut *self.ptr }
+    }
+}
+
+impl<'a, T: ?Sized + KnownSize> IoBase<'a> for CoherentView<'a, T> {
+    type Backend = CoherentIoBackend;
+    type Target = T;
+
+    #[inline]
+    fn as_view(self) -> Self {
+        self
+    }
+}
+
+impl<'a, T: ?Sized + KnownSize> IoBase<'a> for &'a Coherent<T> {
+    type Backend = CoherentIoBackend;
+    type Target = T;
+
+    #[inline]
+    fn as_view(self) -> CoherentView<'a, T> {
+        // INVARIANT: the whole allocation, valid while `self` is borrowed.
+        CoherentView {
+            ptr: self.cpu_addr.as_ptr(),
+            dma_addr: self.dma_addr,
+            alloc: self.cpu_addr.as_ptr().cast::<u8>(),
+            observer: self.read_observer,
+            _p: PhantomData,
+        }
+    }
+}
+
+/// The backend of [`CoherentView`].
+pub struct CoherentIoBackend;
+
+impl IoBackend for CoherentIoBackend {
+    type View<'a, T: ?Sized + KnownSize> = CoherentView<'a, T>;
+
+    #[inline]
+    fn as_ptr<'a, T: ?Sized + KnownSize>(view: CoherentView<'a, T>) -> *mut T {
+        view.ptr
+    }
+
+    #[inline]
+    unsafe fn project_view<'a, T: ?Sized + KnownSize, U: ?Sized + KnownSize>(
+        view: Self::View<'a, T>,
+        ptr: *mut U,
+    ) -> Self::View<'a, U> {
+        let offset = ptr.cast::<u8>().addr() - view.ptr.cast::<u8>().addr();
+        // INVARIANT: a projection lies inside the view (the caller's contract), so inside
+        // the allocation; its bus address moves with it.
+        CoherentView {
+            ptr,
+            // CAST: an offset inside an allocation fits in a bus address.
+            dma_addr: view.dma_addr + offset as DmaAddress,
+            alloc: view.alloc,
+            observer: view.observer,
+            _p: PhantomData,
+        }
+    }
+}
+
+macro_rules! coherent_widths {
+    ($($t:ty),*) => {$(
+        impl IoCapable<$t> for CoherentIoBackend {
+            #[track_caller]
+            #[inline]
+            fn io_read(view: CoherentView<'_, $t>) -> $t {
+                // SAFETY: by the type invariant the view is valid and aligned.
+                unsafe { load(view.ptr) }
+            }
+
+            #[track_caller]
+            #[inline]
+            fn io_write(view: CoherentView<'_, $t>, value: $t) {
+                // SAFETY: as above.
+                unsafe { store(view.ptr, value) }
+            }
+        }
+    )*};
+}
+
+coherent_widths!(u8, u16, u32, u64);
+
+impl IoCopyable for CoherentIoBackend {
+    #[track_caller]
+    #[inline]
+    unsafe fn copy_from_io(view: CoherentView<'_, [u8]>, buffer: *mut u8) {
+        if let Some(observer) = view.observer {
+            let offset = view.ptr.cast::<u8>().addr() - view.alloc.addr();
+            // SAFETY: by the contract of `set_read_observer` the observer outlives the
+            // allocation, and `DmaReadObserver: Sync` makes a shared reference to it usable
+            // from any thread.
+            unsafe { observer.as_ref() }.before_read(offset, view.ptr.len());
+        }
+        // SAFETY: the view is valid for its length (the type invariant); the buffer is the
+        // caller's contract.
+        unsafe { copy_in(view.ptr.cast(), buffer, view.ptr.len()) }
+    }
+
+    #[track_caller]
+    #[inline]
+    unsafe fn copy_to_io(view: CoherentView<'_, [u8]>, buffer: *const u8) {
+        // SAFETY: as above.
+        unsafe { copy_out(buffer, view.ptr.cast(), view.ptr.len()) }
+    }
+}
+
+/// A value of one access width in coherent memory.
+trait Word: Copy {
+    /// Loads it with one volatile access (a recorded model access for 32 bits).
+    ///
+    /// # Safety
+    ///
+    /// `p` must be valid and aligned.
+    unsafe fn load(p: *const Self) -> Self;
+
+    /// Stores it with one volatile access (a recorded model access for 32 bits).
+    ///
+    /// # Safety
+    ///
+    /// `p` must be valid and aligned.
+    unsafe fn store(p: *mut Self, value: Self);
+}
+
+macro_rules! plain_word {
+    ($($t:ty),*) => {$(
+        impl Word for $t {
+            #[track_caller]
+            #[inline(always)]
+            unsafe fn load(p: *const Self) -> Self {
+                // SAFETY: the caller's contract.
+                unsafe { p.read_volatile() }
+            }
+
+            #[track_caller]
+            #[inline(always)]
+            unsafe fn store(p: *mut Self, value: Self) {
+                // SAFETY: the caller's contract.
+                unsafe { p.write_volatile(value) }
+            }
+        }
+    )*};
+}
+
+plain_word!(u8, u16, u64);
+
+impl Word for u32 {
+    #[track_caller]
+    #[inline(always)]
+    unsafe fn load(p: *const Self) -> Self {
+        // SAFETY: the caller's contract.
+        unsafe { load_u32(p) }
+    }
+
+    #[track_caller]
+    #[inline(always)]
+    unsafe fn store(p: *mut Self, value: Self) {
+        // SAFETY: the caller's contract.
+        unsafe { store_u32(p, value) }
+    }
+}
+
+/// # Safety
+///
+/// As [`Word::load`].
+#[track_caller]
+#[inline(always)]
+unsafe fn load<T: Word>(p: *const T) -> T {
+    // SAFETY: the caller's contract.
+    unsafe { T::load(p) }
+}
+
+/// # Safety
+///
+/// As [`Word::store`].
+#[track_caller]
+#[inline(always)]
+unsafe fn store<T: Word>(p: *mut T, value: T) {
+    // SAFETY: the caller's contract.
+    unsafe { T::store(p, value) }
 }
 
 /// A device's window onto coherent memory, with bounds-checked accesses.
@@ -584,65 +831,4 @@ unsafe fn store_u32(p: *mut u32, value: u32) {
     unsafe {
         core::ptr::write_volatile(p, value)
     }
-}
-
-/// Reads a field of a [`CoherentAllocation`] with a volatile load.
-///
-/// `dma_read!(alloc[index].field.subfield)` evaluates to `Result<FieldType>`, `EINVAL`
-/// when `index` is out of bounds.
-#[macro_export]
-macro_rules! dma_read {
-    ($dma:expr, $idx: expr, $($field:tt)*) => {{
-        (|| -> $crate::error::Result<_> {
-            let item = $crate::dma::CoherentAllocation::item_from_index(&$dma, $idx)?;
-            // SAFETY: `item_from_index` checked that `item` points inside the allocation,
-            // and the projection names a field of it, hence aligned and in bounds.
-            unsafe {
-                let ptr_field = ::core::ptr::addr_of!((*item) $($field)*);
-                ::core::result::Result::Ok(
-                    $crate::dma::CoherentAllocation::field_read(&$dma, ptr_field)
-                )
-            }
-        })()
-    }};
-    ($dma:ident [ $idx:expr ] $($field:tt)* ) => {
-        $crate::dma_read!($dma, $idx, $($field)*)
-    };
-    ($($dma:ident).* [ $idx:expr ] $($field:tt)* ) => {
-        $crate::dma_read!($($dma).*, $idx, $($field)*)
-    };
-}
-
-/// Writes a field of a [`CoherentAllocation`] with a volatile store.
-///
-/// `dma_write!(alloc[index].field = value)` evaluates to `Result`, `EINVAL` when `index`
-/// is out of bounds.
-#[macro_export]
-macro_rules! dma_write {
-    ($dma:ident [ $idx:expr ] $($field:tt)*) => {{
-        $crate::dma_write!($dma, $idx, $($field)*)
-    }};
-    ($($dma:ident).* [ $idx:expr ] $($field:tt)* ) => {{
-        $crate::dma_write!($($dma).*, $idx, $($field)*)
-    }};
-    ($dma:expr, $idx: expr, = $val:expr) => {
-        (|| -> $crate::error::Result {
-            let item = $crate::dma::CoherentAllocation::item_from_index(&$dma, $idx)?;
-            // SAFETY: `item_from_index` checked that `item` points inside the allocation.
-            unsafe { $crate::dma::CoherentAllocation::field_write(&$dma, item, $val) };
-            ::core::result::Result::Ok(())
-        })()
-    };
-    ($dma:expr, $idx: expr, $(.$field:ident)* = $val:expr) => {
-        (|| -> $crate::error::Result {
-            let item = $crate::dma::CoherentAllocation::item_from_index(&$dma, $idx)?;
-            // SAFETY: `item_from_index` checked that `item` points inside the allocation,
-            // and the projection names a field of it, hence aligned and in bounds.
-            unsafe {
-                let ptr_field = ::core::ptr::addr_of_mut!((*item) $(.$field)*);
-                $crate::dma::CoherentAllocation::field_write(&$dma, ptr_field, $val)
-            }
-            ::core::result::Result::Ok(())
-        })()
-    };
 }

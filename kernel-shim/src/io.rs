@@ -1,81 +1,199 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory-mapped I/O, as upstream's `kernel::io`.
+//! Memory-mapped I/O and other memory accessed with I/O semantics, as Linux 7.3's
+//! `kernel::io`.
 //!
-//! [`Io`] is a region of MMIO registers of at least `SIZE` bytes. [`Io::write32`] is
-//! ordered after every earlier write to normal memory, like C's `writel`: a driver can
-//! publish data in coherent memory and then ring a doorbell without a barrier of its
-//! own. The `_relaxed` accessors carry no barrier, like `writel_relaxed`.
+//! An I/O *view* is a `Copy` handle to a typed region: [`Mmio`] (device registers,
+//! accessed like C's `readl`/`writel`), [`RelaxedMmio`] (the same without ordering, like
+//! `readl_relaxed`/`writel_relaxed`), and, in [`crate::dma`], a `CoherentView` of coherent
+//! memory. Each view names an [`IoBackend`] that knows how to access it ([`IoCapable`] for
+//! the widths it supports, [`IoCopyable`] for byte copies) and implements [`IoBase`], which
+//! gives it every method of [`Io`]: `read32(offset)`/`write32(value, offset)` (offsets
+//! checked against the region's build-time size), their `try_` forms (checked at run time,
+//! `EINVAL`), `read_val`/`write_val` of a whole projected value, `copy_from_slice`/
+//! `copy_to_slice` of bytes. [`io_project!`] narrows a view to a field or element,
+//! [`io_read!`] and [`io_write!`] read and write through one.
 //!
-//! A region backed by memory instead of a device (a simulated BAR, as
-//! `kernel::vdev::SimBar`) carries an [`MmioWriteObserver`]: the simulated device, told
-//! of every register write the way real hardware sees it on the bus.
+//! [`Mmio::write32`](Io::write32) is ordered after every earlier write to normal memory,
+//! like `writel`: a driver can publish data in coherent memory and then ring a doorbell
+//! without a barrier of its own.
+//!
+//! # Ours, not 7.3's
+//!
+//! A region backed by memory instead of a device (a simulated BAR, `kernel::vdev::SimBar`)
+//! carries an [`MmioWriteObserver`] ([`MmioRaw::with_observer`]): the simulated device, told
+//! of every 32-bit register write the way real hardware sees it on the bus. Where 7.3 fails
+//! the build for an offset it cannot prove inside the region (`read32`, `write32`, ...),
+//! this crate, which has no `build_assert!`, panics when the access runs. `copy_read` and
+//! `copy_write` take this crate's `transmute` traits where 7.3 takes zerocopy's. 7.3's
+//! `SysMem`, `IoSysMap`, `register!` and `LocatedRegister` are not here.
 
 pub mod poll;
 
-use core::ptr::NonNull;
+use core::{
+    marker::PhantomData,
+    mem::MaybeUninit,
+    ptr::NonNull, //
+};
 
 use crate::{
     error::{
         code::EINVAL,
         Result, //
     },
+    ptr::{
+        Alignment,
+        KnownSize, //
+    },
     sync::barrier::{
         io_dma_mb,
         Read,
         Write, //
     },
+    transmute::{
+        AsBytes,
+        FromBytes, //
+    },
 };
 
+/// A size of a resource (a BAR), as the kernel's `resource_size_t`.
+pub type ResourceSize = u64;
+
 /// Something that observes writes to an MMIO region, as the device behind it would.
+///
+/// Ours, not 7.3's: a simulated device (see the module documentation).
 pub trait MmioWriteObserver: Send + Sync {
-    /// Called after `value` was stored at `offset`.
+    /// Called after `value` was stored, with a 32-bit write, at `offset` in the region.
     fn written(&self, offset: usize, value: u32);
 }
 
-/// The raw address and size of an MMIO region.
+/// A region of I/O memory of at least `SIZE` bytes, whose real size the pointer carries.
 ///
-/// # Invariants
-///
-/// `addr` is the start of a mapping of at least `maxsize` bytes, 4-byte aligned, valid
-/// for volatile 32-bit accesses for the lifetime of the value, and `maxsize >= SIZE`.
-/// `observer`, if set, points to a live observer for the lifetime of the value.
-pub struct IoRaw<const SIZE: usize = 0> {
-    addr: usize,
-    maxsize: usize,
-    observer: Option<NonNull<dyn MmioWriteObserver>>,
+/// Only ever behind a pointer: `*mut Region<SIZE>` is a base address and a size.
+#[repr(C, align(4))]
+pub struct Region<const SIZE: usize = 0> {
+    inner: [u8],
 }
 
-impl<const SIZE: usize> IoRaw<SIZE> {
-    /// Creates the raw description of a region.
+impl<const SIZE: usize> Region<SIZE> {
+    /// The region of `size` bytes at `base`, unchecked.
+    #[inline]
+    pub fn ptr_from_raw_parts_mut(base: *mut u8, size: usize) -> *mut Self {
+        core::ptr::slice_from_raw_parts_mut(base, size) as *mut Self
+    }
+
+    /// The region of `size` bytes at `base`.
     ///
     /// # Errors
     ///
-    /// - `EINVAL` if `maxsize < SIZE` or `addr` is not 4-byte aligned.
-    ///
-    /// # Safety
-    ///
-    /// `addr` must be the start of a mapping of `maxsize` bytes that stays valid for
-    /// volatile accesses for as long as the returned value (and any [`Io`] made from it)
-    /// exists.
-    pub unsafe fn new(addr: usize, maxsize: usize) -> Result<Self> {
-        if maxsize < SIZE || !addr.is_multiple_of(4) {
+    /// - `EINVAL` if `size` is below `SIZE` or not a multiple of 4, or `base` is not
+    ///   4-byte aligned.
+    #[inline]
+    pub fn ptr_try_from_raw_parts_mut(base: *mut u8, size: usize) -> Result<*mut Self> {
+        if size < SIZE || !size.is_multiple_of(4) || !base.addr().is_multiple_of(4) {
             return Err(EINVAL);
         }
-        // INVARIANT: checked above, and guaranteed by the caller.
+        Ok(Self::ptr_from_raw_parts_mut(base, size))
+    }
+}
+
+impl<const SIZE: usize> KnownSize for Region<SIZE> {
+    const MIN_SIZE: usize = SIZE;
+    const MIN_ALIGN: Alignment = Alignment::new::<4>();
+
+    #[inline(always)]
+    fn size(p: *const Self) -> usize {
+        (p as *const [u8]).len()
+    }
+}
+
+/// The raw address (and, for a [`Region`], size) of I/O memory, before it is known to be
+/// mapped.
+///
+/// # Invariants
+///
+/// `observer`, if set, points to a live observer for the life of the value and of every
+/// view made from it.
+pub struct MmioRaw<T: ?Sized> {
+    ptr: *mut T,
+    observer: Option<NonNull<dyn MmioWriteObserver>>,
+}
+
+impl<T: ?Sized> Clone for MmioRaw<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: ?Sized> Copy for MmioRaw<T> {}
+
+// SAFETY: an address, and an observer that is `Send + Sync`.
+unsafe impl<T: ?Sized> Send for MmioRaw<T> {}
+// SAFETY: as above.
+unsafe impl<T: ?Sized> Sync for MmioRaw<T> {}
+
+impl<T> MmioRaw<T> {
+    /// The I/O memory of one `T` at `addr`.
+    #[inline]
+    pub fn new(addr: usize) -> Self {
+        Self {
+            ptr: core::ptr::without_provenance_mut(addr),
+            observer: None,
+        }
+    }
+}
+
+impl<const SIZE: usize> MmioRaw<Region<SIZE>> {
+    /// The region of `size` bytes at `addr`.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` as [`Region::ptr_try_from_raw_parts_mut`].
+    #[inline]
+    pub fn new_region(addr: usize, size: usize) -> Result<Self> {
         Ok(Self {
-            addr,
-            maxsize,
+            ptr: Region::ptr_try_from_raw_parts_mut(core::ptr::without_provenance_mut(addr), size)?,
             observer: None,
         })
+    }
+}
+
+impl<T: ?Sized + KnownSize> MmioRaw<T> {
+    /// The start address.
+    #[inline]
+    pub fn addr(&self) -> usize {
+        self.ptr.addr()
+    }
+
+    /// The size in bytes.
+    #[inline]
+    pub fn size(&self) -> usize {
+        KnownSize::size(self.ptr)
+    }
+}
+
+impl<T: ?Sized> MmioRaw<T> {
+    /// The same memory, seen through a pointer with provenance: a region backed by memory
+    /// (a simulated BAR) must keep its allocation's provenance for its accesses to be
+    /// defined.
+    ///
+    /// Ours, not 7.3's.
+    #[inline]
+    pub fn from_ptr(ptr: *mut T) -> Self {
+        Self {
+            ptr,
+            observer: None,
+        }
     }
 
     /// Attaches the simulated device that observes writes to the region.
     ///
+    /// Ours, not 7.3's.
+    ///
     /// # Safety
     ///
     /// `observer` must stay valid, at the same address, for as long as the returned value
-    /// (and any [`Io`] made from it) exists.
+    /// and every view made from it exist.
     pub unsafe fn with_observer(mut self, observer: &(dyn MmioWriteObserver + 'static)) -> Self {
         // INVARIANT: the caller keeps `observer` alive and in place as long as `self`.
         self.observer = Some(NonNull::from(observer));
@@ -83,147 +201,908 @@ impl<const SIZE: usize> IoRaw<SIZE> {
     }
 }
 
-/// An MMIO region of at least `SIZE` bytes.
-///
-/// # Invariants
-///
-/// As [`IoRaw`]'s.
-#[repr(transparent)]
-pub struct Io<const SIZE: usize = 0>(IoRaw<SIZE>);
+/// How a kind of I/O memory is accessed: its view type and how a view is narrowed.
+pub trait IoBackend {
+    /// The view of a `T` in this kind of memory.
+    type View<'a, T: ?Sized + KnownSize>: IoBase<'a, Backend = Self, Target = T>;
 
-impl<const SIZE: usize> Io<SIZE> {
-    /// Views a raw region as an [`Io`].
-    pub fn from_raw(raw: &IoRaw<SIZE>) -> &Self {
-        // SAFETY: `Io` is a `repr(transparent)` wrapper around `IoRaw`.
-        unsafe { &*core::ptr::from_ref(raw).cast::<Self>() }
+    /// The address of the view, for projections only: it must not be dereferenced.
+    fn as_ptr<'a, T: ?Sized + KnownSize>(view: Self::View<'a, T>) -> *mut T;
+
+    /// The view of the part of `view` that `ptr` points to.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be a projection of `Self::as_ptr(view)`, lying wholly inside it.
+    unsafe fn project_view<'a, T: ?Sized + KnownSize, U: ?Sized + KnownSize>(
+        view: Self::View<'a, T>,
+        ptr: *mut U,
+    ) -> Self::View<'a, U>;
+}
+
+/// A backend that reads and writes values of type `T` as single accesses.
+pub trait IoCapable<T>: IoBackend {
+    /// Reads the `T` at `view`.
+    fn io_read<'a>(view: Self::View<'a, T>) -> T;
+
+    /// Writes `value` at `view`.
+    fn io_write<'a>(view: Self::View<'a, T>, value: T);
+}
+
+/// A backend that copies bytes in and out.
+pub trait IoCopyable: IoBackend {
+    /// Copies the bytes of `view` to `buffer`.
+    ///
+    /// # Safety
+    ///
+    /// `buffer` must be valid for writes of the view's size and must not overlap it.
+    unsafe fn copy_from_io(view: Self::View<'_, [u8]>, buffer: *mut u8);
+
+    /// Copies `buffer` into `view`.
+    ///
+    /// # Safety
+    ///
+    /// `buffer` must be valid for reads of the view's size and must not overlap it.
+    unsafe fn copy_to_io(view: Self::View<'_, [u8]>, buffer: *const u8);
+
+    /// Copies the `T` at `view` out, byte by byte.
+    #[inline]
+    fn copy_read<T: FromBytes>(view: Self::View<'_, T>) -> T {
+        let mut value = MaybeUninit::<T>::uninit();
+        let ptr = Self::as_ptr(view);
+        // SAFETY: the bytes of a `T` are a projection of the view of that `T`.
+        let bytes = unsafe {
+            Self::project_view(
+                view,
+                core::ptr::slice_from_raw_parts_mut(ptr.cast::<u8>(), size_of::<T>()),
+            )
+        };
+        // SAFETY: `value` is a local of `size_of::<T>()` bytes.
+        unsafe { Self::copy_from_io(bytes, value.as_mut_ptr().cast()) };
+        // SAFETY: every byte was written above, and `T: FromBytes` makes any bytes a `T`.
+        unsafe { value.assume_init() }
     }
 
-    /// Returns the size of the region in bytes.
-    pub fn maxsize(&self) -> usize {
-        self.0.maxsize
-    }
-
-    fn check(&self, offset: usize) -> Result<usize> {
-        match offset.checked_add(4) {
-            Some(end) if end <= self.0.maxsize && offset.is_multiple_of(4) => {
-                Ok(self.0.addr + offset)
-            }
-            _ => Err(EINVAL),
-        }
-    }
-
-    /// Reads the 32-bit register at `offset` without ordering.
-    ///
-    /// # Errors
-    ///
-    /// - `EINVAL` if `offset` is unaligned or outside the region.
-    pub fn try_read32_relaxed(&self, offset: usize) -> Result<u32> {
-        let addr = self.check(offset)?;
-        // SAFETY: By the type invariant and the check above, `addr` is an aligned address
-        // inside a live mapping valid for volatile 32-bit accesses.
-        Ok(unsafe { core::ptr::read_volatile(addr as *const u32) })
-    }
-
-    /// Reads the 32-bit register at `offset`; later memory reads are ordered after it
-    /// (`readl`).
-    ///
-    /// # Errors
-    ///
-    /// - `EINVAL` if `offset` is unaligned or outside the region.
-    pub fn try_read32(&self, offset: usize) -> Result<u32> {
-        let value = self.try_read32_relaxed(offset)?;
-        // ORDERING: LOAD->LOAD. Orders this register read before the caller's later reads of
-        // coherent memory, as `readl`'s `__iormb` does. Pairs with the device's writes of
-        // that memory before it updates the register.
-        io_dma_mb(Read);
-        Ok(value)
-    }
-
-    /// Writes the 32-bit register at `offset` without ordering.
-    ///
-    /// # Errors
-    ///
-    /// - `EINVAL` if `offset` is unaligned or outside the region.
-    pub fn try_write32_relaxed(&self, value: u32, offset: usize) -> Result {
-        let addr = self.check(offset)?;
-        // SAFETY: By the type invariant and the check above, `addr` is an aligned address
-        // inside a live mapping valid for volatile 32-bit accesses.
-        unsafe { core::ptr::write_volatile(addr as *mut u32, value) };
-        if let Some(observer) = self.0.observer {
-            // SAFETY: By the contract of `IoRaw::with_observer` the observer outlives the
-            // region, and `MmioWriteObserver: Sync` makes a shared reference to it usable
-            // from any thread.
-            unsafe { observer.as_ref() }.written(offset, value);
-        }
-        Ok(())
-    }
-
-    /// Writes the 32-bit register at `offset`, ordered after all earlier writes to
-    /// memory (`writel`).
-    ///
-    /// # Errors
-    ///
-    /// - `EINVAL` if `offset` is unaligned or outside the region.
-    pub fn try_write32(&self, value: u32, offset: usize) -> Result {
-        // ORDERING: STORE->STORE. Orders the caller's earlier stores to coherent memory
-        // before this register write, as `writel`'s `__iowmb` does. Pairs with the device
-        // reading that memory after it sees the register write.
-        io_dma_mb(Write);
-        self.try_write32_relaxed(value, offset)
-    }
-
-    /// Reads the 32-bit register at `offset` (`readl`).
-    ///
-    /// # Panics
-    ///
-    /// If `offset` is outside the region: register offsets are driver constants, and a
-    /// bad one is a bug in the driver.
-    #[track_caller]
-    pub fn read32(&self, offset: usize) -> u32 {
-        // PANIC: see the `# Panics` section; offsets never come from the device.
-        self.try_read32(offset)
-            .expect("MMIO read outside the region")
-    }
-
-    /// Writes the 32-bit register at `offset` (`writel`).
-    ///
-    /// # Panics
-    ///
-    /// If `offset` is outside the region, as [`Io::read32`].
-    #[track_caller]
-    pub fn write32(&self, value: u32, offset: usize) {
-        // PANIC: see the `# Panics` section; offsets never come from the device.
-        self.try_write32(value, offset)
-            .expect("MMIO write outside the region")
-    }
-
-    /// Writes the 32-bit register at `offset` without ordering (`writel_relaxed`).
-    ///
-    /// # Panics
-    ///
-    /// If `offset` is outside the region, as [`Io::read32`].
-    #[track_caller]
-    pub fn write32_relaxed(&self, value: u32, offset: usize) {
-        // PANIC: see the `# Panics` section; offsets never come from the device.
-        self.try_write32_relaxed(value, offset)
-            .expect("MMIO write outside the region")
-    }
-
-    /// Reads the 32-bit register at `offset` without ordering (`readl_relaxed`).
-    ///
-    /// # Panics
-    ///
-    /// If `offset` is outside the region, as [`Io::read32`].
-    #[track_caller]
-    pub fn read32_relaxed(&self, offset: usize) -> u32 {
-        // PANIC: see the `# Panics` section; offsets never come from the device.
-        self.try_read32_relaxed(offset)
-            .expect("MMIO read outside the region")
+    /// Copies `value` into the `T` at `view`, byte by byte.
+    #[inline]
+    fn copy_write<T: AsBytes>(view: Self::View<'_, T>, value: T) {
+        let ptr = Self::as_ptr(view);
+        // SAFETY: as in `copy_read`.
+        let bytes = unsafe {
+            Self::project_view(
+                view,
+                core::ptr::slice_from_raw_parts_mut(ptr.cast::<u8>(), size_of::<T>()),
+            )
+        };
+        // SAFETY: `value` is a local of `size_of::<T>()` bytes, initialised (`T: AsBytes`
+        // has no padding).
+        unsafe { Self::copy_to_io(bytes, (&raw const value).cast()) };
     }
 }
 
-// SAFETY: An `Io` is an address of device registers plus a thread-safe observer; accesses
-// are volatile and the device tolerates them from any CPU.
-unsafe impl<const SIZE: usize> Send for IoRaw<SIZE> {}
-// SAFETY: As above; all accesses go through `&self` volatile operations.
-unsafe impl<const SIZE: usize> Sync for IoRaw<SIZE> {}
+/// Where a value of type `T` lives in an I/O region of type `Base`: an offset, and the
+/// type the access is made with.
+pub trait IoLoc<Base: ?Sized, T> {
+    /// The type of the access (the register's width).
+    type IoType: Into<T> + From<T>;
+
+    /// The byte offset in the region.
+    fn offset(self) -> usize;
+}
+
+macro_rules! region_offsets {
+    ($($t:ty),*) => {$(
+        impl<const SIZE: usize> IoLoc<Region<SIZE>, $t> for usize {
+            type IoType = $t;
+
+            #[inline(always)]
+            fn offset(self) -> usize {
+                self
+            }
+        }
+    )*};
+}
+
+region_offsets!(u8, u16, u32, u64);
+
+/// Something that is, or gives, an I/O view.
+pub trait IoBase<'a>: Copy {
+    /// How the view is accessed.
+    type Backend: IoBackend;
+
+    /// What the view covers.
+    type Target: ?Sized + KnownSize;
+
+    /// The view.
+    fn as_view(self) -> <Self::Backend as IoBackend>::View<'a, Self::Target>;
+}
+
+fn offset_fits<U>(addr: usize, offset: usize, size: usize) -> bool {
+    matches!(offset.checked_add(size_of::<U>()), Some(end) if end <= size)
+        && addr.wrapping_add(offset).is_multiple_of(align_of::<U>())
+}
+
+/// The view of the `U` at `offset`, checked at run time.
+#[inline]
+fn view_at<'a, IO: Io<'a>, U>(
+    io: IO,
+    offset: usize,
+) -> Result<<IO::Backend as IoBackend>::View<'a, U>> {
+    let view = io.as_view();
+    let base = IO::Backend::as_ptr(view);
+    if !offset_fits::<U>(base.addr(), offset, KnownSize::size(base)) {
+        return Err(EINVAL);
+    }
+    // SAFETY: the `U` at `offset` lies inside the view and is aligned (checked above).
+    Ok(unsafe { IO::Backend::project_view(view, base.cast::<U>().wrapping_byte_add(offset)) })
+}
+
+/// The view of the `U` at `offset`, checked against the region's build-time size.
+///
+/// # Panics
+///
+/// If the `U` at `offset` does not fit in the type's least size (Linux fails the build).
+#[track_caller]
+#[inline(always)]
+fn view_at_fixed<'a, IO: Io<'a>, U>(
+    io: IO,
+    offset: usize,
+) -> <IO::Backend as IoBackend>::View<'a, U> {
+    const {
+        assert!(
+            align_of::<U>() <= IO::Target::MIN_ALIGN.as_usize(),
+            "the access is aligned beyond the region"
+        );
+    }
+    // PANIC: register offsets are driver constants; a bad one is a driver bug, which 7.3
+    // catches at build time.
+    assert!(
+        offset_fits::<U>(0, offset, IO::Target::MIN_SIZE),
+        "I/O access at {offset:#x} outside the region's {:#x} bytes",
+        IO::Target::MIN_SIZE
+    );
+    let view = io.as_view();
+    let base = IO::Backend::as_ptr(view);
+    // SAFETY: the `U` at `offset` lies inside the region's least size, and is aligned
+    // since the region is at least as aligned as `U` (both checked above).
+    unsafe { IO::Backend::project_view(view, base.cast::<U>().wrapping_byte_add(offset)) }
+}
+
+/// The accessors of every I/O view ([`IoBase`]); the widths each backend supports come
+/// from its [`IoCapable`] implementations.
+pub trait Io<'a>: IoBase<'a> {
+    /// The size of the view in bytes.
+    #[inline]
+    fn size(self) -> usize {
+        KnownSize::size(Self::Backend::as_ptr(self.as_view()))
+    }
+
+    /// The number of elements of a slice view.
+    #[inline]
+    fn len<T>(self) -> usize
+    where
+        Self: Io<'a, Target = [T]>,
+    {
+        Self::Backend::as_ptr(self.as_view()).len()
+    }
+
+    /// Whether a slice view has no element.
+    #[inline]
+    fn is_empty<T>(self) -> bool
+    where
+        Self: Io<'a, Target = [T]>,
+    {
+        self.len() == 0
+    }
+
+    /// The view of a `U` at the start of this one.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if a `U` does not fit or is misaligned there.
+    #[inline]
+    fn try_cast<U>(self) -> Result<<Self::Backend as IoBackend>::View<'a, U>>
+    where
+        Self::Target: FromBytes + AsBytes,
+        U: FromBytes + AsBytes,
+    {
+        view_at::<Self, U>(self, 0)
+    }
+
+    /// Reads the whole value of the view with one access.
+    #[inline]
+    fn read_val(self) -> Self::Target
+    where
+        Self::Backend: IoCapable<Self::Target>,
+        Self::Target: Sized,
+    {
+        Self::Backend::io_read(self.as_view())
+    }
+
+    /// Writes the whole value of the view with one access.
+    #[inline]
+    fn write_val(self, value: Self::Target)
+    where
+        Self::Backend: IoCapable<Self::Target>,
+        Self::Target: Sized,
+    {
+        Self::Backend::io_write(self.as_view(), value)
+    }
+
+    /// Copies the value of the view out, byte by byte.
+    #[inline]
+    fn copy_read(self) -> Self::Target
+    where
+        Self::Backend: IoCopyable,
+        Self::Target: Sized + FromBytes,
+    {
+        Self::Backend::copy_read(self.as_view())
+    }
+
+    /// Copies `value` into the view, byte by byte.
+    #[inline]
+    fn copy_write(self, value: Self::Target)
+    where
+        Self::Backend: IoCopyable,
+        Self::Target: Sized + AsBytes,
+    {
+        Self::Backend::copy_write(self.as_view(), value)
+    }
+
+    /// Copies `data` into a byte view.
+    ///
+    /// # Panics
+    ///
+    /// If `data` is not as long as the view.
+    #[track_caller]
+    #[inline]
+    fn copy_from_slice(self, data: &[u8])
+    where
+        Self::Backend: IoCopyable,
+        Self: Io<'a, Target = [u8]>,
+    {
+        // PANIC: 7.3's contract: the caller sizes the view and the buffer alike.
+        assert_eq!(
+            self.len(),
+            data.len(),
+            "copy into I/O memory of another size"
+        );
+        // SAFETY: `data` is valid for reads of the view's size and, a distinct borrow,
+        // cannot overlap I/O memory the view covers.
+        unsafe { Self::Backend::copy_to_io(self.as_view(), data.as_ptr()) }
+    }
+
+    /// Copies a byte view out to `data`.
+    ///
+    /// # Panics
+    ///
+    /// If `data` is not as long as the view.
+    #[track_caller]
+    #[inline]
+    fn copy_to_slice(self, data: &mut [u8])
+    where
+        Self::Backend: IoCopyable,
+        Self: Io<'a, Target = [u8]>,
+    {
+        // PANIC: as in `copy_from_slice`.
+        assert_eq!(
+            self.len(),
+            data.len(),
+            "copy out of I/O memory of another size"
+        );
+        // SAFETY: `data` is valid for writes of the view's size and cannot overlap it.
+        unsafe { Self::Backend::copy_from_io(self.as_view(), data.as_mut_ptr()) }
+    }
+
+    /// Reads the `u8` at `offset`. `EINVAL` outside the view.
+    #[inline(always)]
+    fn try_read8(self, offset: usize) -> Result<u8>
+    where
+        usize: IoLoc<Self::Target, u8, IoType = u8>,
+        Self::Backend: IoCapable<u8>,
+    {
+        self.try_read(offset)
+    }
+
+    /// Reads the `u16` at `offset`. `EINVAL` outside the view or unaligned.
+    #[inline(always)]
+    fn try_read16(self, offset: usize) -> Result<u16>
+    where
+        usize: IoLoc<Self::Target, u16, IoType = u16>,
+        Self::Backend: IoCapable<u16>,
+    {
+        self.try_read(offset)
+    }
+
+    /// Reads the `u32` at `offset`. `EINVAL` outside the view or unaligned.
+    #[inline(always)]
+    fn try_read32(self, offset: usize) -> Result<u32>
+    where
+        usize: IoLoc<Self::Target, u32, IoType = u32>,
+        Self::Backend: IoCapable<u32>,
+    {
+        self.try_read(offset)
+    }
+
+    /// Reads the `u64` at `offset`. `EINVAL` outside the view or unaligned.
+    #[inline(always)]
+    fn try_read64(self, offset: usize) -> Result<u64>
+    where
+        usize: IoLoc<Self::Target, u64, IoType = u64>,
+        Self::Backend: IoCapable<u64>,
+    {
+        self.try_read(offset)
+    }
+
+    /// Writes the `u8` at `offset`. `EINVAL` outside the view.
+    #[inline(always)]
+    fn try_write8(self, value: u8, offset: usize) -> Result
+    where
+        usize: IoLoc<Self::Target, u8, IoType = u8>,
+        Self::Backend: IoCapable<u8>,
+    {
+        self.try_write(offset, value)
+    }
+
+    /// Writes the `u16` at `offset`. `EINVAL` outside the view or unaligned.
+    #[inline(always)]
+    fn try_write16(self, value: u16, offset: usize) -> Result
+    where
+        usize: IoLoc<Self::Target, u16, IoType = u16>,
+        Self::Backend: IoCapable<u16>,
+    {
+        self.try_write(offset, value)
+    }
+
+    /// Writes the `u32` at `offset`. `EINVAL` outside the view or unaligned.
+    #[inline(always)]
+    fn try_write32(self, value: u32, offset: usize) -> Result
+    where
+        usize: IoLoc<Self::Target, u32, IoType = u32>,
+        Self::Backend: IoCapable<u32>,
+    {
+        self.try_write(offset, value)
+    }
+
+    /// Writes the `u64` at `offset`. `EINVAL` outside the view or unaligned.
+    #[inline(always)]
+    fn try_write64(self, value: u64, offset: usize) -> Result
+    where
+        usize: IoLoc<Self::Target, u64, IoType = u64>,
+        Self::Backend: IoCapable<u64>,
+    {
+        self.try_write(offset, value)
+    }
+
+    /// Reads the `u8` at the constant `offset` (see [`Io::read`]).
+    #[track_caller]
+    #[inline(always)]
+    fn read8(self, offset: usize) -> u8
+    where
+        usize: IoLoc<Self::Target, u8, IoType = u8>,
+        Self::Backend: IoCapable<u8>,
+    {
+        self.read(offset)
+    }
+
+    /// Reads the `u16` at the constant `offset` (see [`Io::read`]).
+    #[track_caller]
+    #[inline(always)]
+    fn read16(self, offset: usize) -> u16
+    where
+        usize: IoLoc<Self::Target, u16, IoType = u16>,
+        Self::Backend: IoCapable<u16>,
+    {
+        self.read(offset)
+    }
+
+    /// Reads the `u32` at the constant `offset` (see [`Io::read`]).
+    #[track_caller]
+    #[inline(always)]
+    fn read32(self, offset: usize) -> u32
+    where
+        usize: IoLoc<Self::Target, u32, IoType = u32>,
+        Self::Backend: IoCapable<u32>,
+    {
+        self.read(offset)
+    }
+
+    /// Reads the `u64` at the constant `offset` (see [`Io::read`]).
+    #[track_caller]
+    #[inline(always)]
+    fn read64(self, offset: usize) -> u64
+    where
+        usize: IoLoc<Self::Target, u64, IoType = u64>,
+        Self::Backend: IoCapable<u64>,
+    {
+        self.read(offset)
+    }
+
+    /// Writes the `u8` at the constant `offset` (see [`Io::write`]).
+    #[track_caller]
+    #[inline(always)]
+    fn write8(self, value: u8, offset: usize)
+    where
+        usize: IoLoc<Self::Target, u8, IoType = u8>,
+        Self::Backend: IoCapable<u8>,
+    {
+        self.write(offset, value)
+    }
+
+    /// Writes the `u16` at the constant `offset` (see [`Io::write`]).
+    #[track_caller]
+    #[inline(always)]
+    fn write16(self, value: u16, offset: usize)
+    where
+        usize: IoLoc<Self::Target, u16, IoType = u16>,
+        Self::Backend: IoCapable<u16>,
+    {
+        self.write(offset, value)
+    }
+
+    /// Writes the `u32` at the constant `offset` (see [`Io::write`]).
+    #[track_caller]
+    #[inline(always)]
+    fn write32(self, value: u32, offset: usize)
+    where
+        usize: IoLoc<Self::Target, u32, IoType = u32>,
+        Self::Backend: IoCapable<u32>,
+    {
+        self.write(offset, value)
+    }
+
+    /// Writes the `u64` at the constant `offset` (see [`Io::write`]).
+    #[track_caller]
+    #[inline(always)]
+    fn write64(self, value: u64, offset: usize)
+    where
+        usize: IoLoc<Self::Target, u64, IoType = u64>,
+        Self::Backend: IoCapable<u64>,
+    {
+        self.write(offset, value)
+    }
+
+    /// Reads the value at `location`.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if it lies outside the view or is unaligned.
+    #[inline(always)]
+    fn try_read<T, L>(self, location: L) -> Result<T>
+    where
+        L: IoLoc<Self::Target, T>,
+        Self::Backend: IoCapable<L::IoType>,
+    {
+        let view = view_at::<Self, L::IoType>(self, location.offset())?;
+        Ok(Self::Backend::io_read(view).into())
+    }
+
+    /// Writes `value` at `location`.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if it lies outside the view or is unaligned.
+    #[inline(always)]
+    fn try_write<T, L>(self, location: L, value: T) -> Result
+    where
+        L: IoLoc<Self::Target, T>,
+        Self::Backend: IoCapable<L::IoType>,
+    {
+        let view = view_at::<Self, L::IoType>(self, location.offset())?;
+        Self::Backend::io_write(view, value.into());
+        Ok(())
+    }
+
+    /// Reads the value at `location`, hands it to `f` and writes back what `f` returns.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if it lies outside the view or is unaligned.
+    #[inline(always)]
+    fn try_update<T, L, F>(self, location: L, f: F) -> Result
+    where
+        L: IoLoc<Self::Target, T>,
+        Self::Backend: IoCapable<L::IoType>,
+        F: FnOnce(T) -> T,
+    {
+        let view = view_at::<Self, L::IoType>(self, location.offset())?;
+        let value = f(Self::Backend::io_read(view).into());
+        Self::Backend::io_write(view, value.into());
+        Ok(())
+    }
+
+    /// Reads the value at the constant `location`.
+    ///
+    /// # Panics
+    ///
+    /// If `location` does not fit the region's build-time size (Linux fails the build).
+    #[track_caller]
+    #[inline(always)]
+    fn read<T, L>(self, location: L) -> T
+    where
+        L: IoLoc<Self::Target, T>,
+        Self::Backend: IoCapable<L::IoType>,
+    {
+        Self::Backend::io_read(view_at_fixed::<Self, L::IoType>(self, location.offset())).into()
+    }
+
+    /// Writes `value` at the constant `location`.
+    ///
+    /// # Panics
+    ///
+    /// As [`Io::read`].
+    #[track_caller]
+    #[inline(always)]
+    fn write<T, L>(self, location: L, value: T)
+    where
+        L: IoLoc<Self::Target, T>,
+        Self::Backend: IoCapable<L::IoType>,
+    {
+        let view = view_at_fixed::<Self, L::IoType>(self, location.offset());
+        Self::Backend::io_write(view, value.into());
+    }
+
+    /// Reads the value at the constant `location`, hands it to `f` and writes back what `f`
+    /// returns.
+    ///
+    /// # Panics
+    ///
+    /// As [`Io::read`].
+    #[track_caller]
+    #[inline(always)]
+    fn update<T, L, F>(self, location: L, f: F)
+    where
+        L: IoLoc<Self::Target, T>,
+        Self::Backend: IoCapable<L::IoType>,
+        F: FnOnce(T) -> T,
+    {
+        let view = view_at_fixed::<Self, L::IoType>(self, location.offset());
+        let value = f(Self::Backend::io_read(view).into());
+        Self::Backend::io_write(view, value.into());
+    }
+}
+
+// One implementation for every view, so no view can change what the accessors mean.
+impl<'a, T: IoBase<'a>> Io<'a> for T {}
+
+/// A view of memory-mapped device registers, accessed like `readl`/`writel`.
+///
+/// # Invariants
+///
+/// `ptr` is a mapping of device memory (or, with an observer, of memory standing for it)
+/// valid for volatile accesses for `'a`; `base` is the address of the region `ptr` was
+/// projected from, and `observer`, if set, lives for `'a`.
+pub struct Mmio<'a, T: ?Sized> {
+    ptr: *mut T,
+    base: usize,
+    observer: Option<NonNull<dyn MmioWriteObserver>>,
+    _p: PhantomData<&'a ()>,
+}
+
+impl<T: ?Sized> Clone for Mmio<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: ?Sized> Copy for Mmio<'_, T> {}
+
+// SAFETY: a view of device memory, which any CPU may access; the observer is
+// `Send + Sync`.
+unsafe impl<T: ?Sized + Sync> Send for Mmio<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: ?Sized + Sync> Sync for Mmio<'_, T> {}
+
+impl<'a, T: ?Sized> Mmio<'a, T> {
+    /// The view of the I/O memory `raw` describes.
+    ///
+    /// # Safety
+    ///
+    /// `raw` must be mapped I/O memory (or memory standing for it), valid for volatile
+    /// accesses for `'a`.
+    #[inline]
+    pub unsafe fn from_raw(raw: MmioRaw<T>) -> Self {
+        // INVARIANT: the caller's contract; `raw`'s observer lives as long as `raw`'s users.
+        Self {
+            ptr: raw.ptr,
+            base: raw.ptr.cast::<u8>().addr(),
+            observer: raw.observer,
+            _p: PhantomData,
+        }
+    }
+
+    /// The same view with unordered accessors (`readl_relaxed`/`writel_relaxed`).
+    #[inline]
+    pub fn relaxed(self) -> RelaxedMmio<'a, T> {
+        RelaxedMmio(self)
+    }
+
+    #[inline(always)]
+    fn observe(self, value: u32) {
+        if let Some(observer) = self.observer {
+            // SAFETY: by the type invariant the observer lives for `'a`, and
+            // `MmioWriteObserver: Sync` makes a shared reference to it usable anywhere.
+            unsafe { observer.as_ref() }.written(self.ptr.cast::<u8>().addr() - self.base, value);
+        }
+    }
+}
+
+impl<'a, T: ?Sized + KnownSize> IoBase<'a> for Mmio<'a, T> {
+    type Backend = MmioBackend;
+    type Target = T;
+
+    #[inline]
+    fn as_view(self) -> Mmio<'a, T> {
+        self
+    }
+}
+
+/// The backend of [`Mmio`].
+pub struct MmioBackend;
+
+impl IoBackend for MmioBackend {
+    type View<'a, T: ?Sized + KnownSize> = Mmio<'a, T>;
+
+    #[inline]
+    fn as_ptr<'a, T: ?Sized + KnownSize>(view: Mmio<'a, T>) -> *mut T {
+        view.ptr
+    }
+
+    #[inline]
+    unsafe fn project_view<'a, T: ?Sized + KnownSize, U: ?Sized + KnownSize>(
+        view: Self::View<'a, T>,
+        ptr: *mut U,
+    ) -> Self::View<'a, U> {
+        // INVARIANT: a projection of a valid view is valid (the caller's contract); the base
+        // and the observer are the region's.
+        Mmio {
+            ptr,
+            base: view.base,
+            observer: view.observer,
+            _p: PhantomData,
+        }
+    }
+}
+
+/// A view of device registers without ordering against memory (`readl_relaxed`).
+pub struct RelaxedMmio<'a, T: ?Sized>(Mmio<'a, T>);
+
+impl<T: ?Sized> Clone for RelaxedMmio<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: ?Sized> Copy for RelaxedMmio<'_, T> {}
+
+impl<'a, T: ?Sized + KnownSize> IoBase<'a> for RelaxedMmio<'a, T> {
+    type Backend = RelaxedMmioBackend;
+    type Target = T;
+
+    #[inline]
+    fn as_view(self) -> RelaxedMmio<'a, T> {
+        self
+    }
+}
+
+/// The backend of [`RelaxedMmio`].
+pub struct RelaxedMmioBackend;
+
+impl IoBackend for RelaxedMmioBackend {
+    type View<'a, T: ?Sized + KnownSize> = RelaxedMmio<'a, T>;
+
+    #[inline]
+    fn as_ptr<'a, T: ?Sized + KnownSize>(view: RelaxedMmio<'a, T>) -> *mut T {
+        view.0.ptr
+    }
+
+    #[inline]
+    unsafe fn project_view<'a, T: ?Sized + KnownSize, U: ?Sized + KnownSize>(
+        view: Self::View<'a, T>,
+        ptr: *mut U,
+    ) -> Self::View<'a, U> {
+        // SAFETY: the caller's contract, passed on.
+        RelaxedMmio(unsafe { MmioBackend::project_view(view.0, ptr) })
+    }
+}
+
+/// A register width: its value, for the simulated device that observes writes.
+trait Width: Copy {
+    fn observed(self) -> Option<u32>;
+}
+
+impl Width for u8 {
+    fn observed(self) -> Option<u32> {
+        None
+    }
+}
+
+impl Width for u16 {
+    fn observed(self) -> Option<u32> {
+        None
+    }
+}
+
+impl Width for u32 {
+    fn observed(self) -> Option<u32> {
+        Some(self)
+    }
+}
+
+impl Width for u64 {
+    fn observed(self) -> Option<u32> {
+        None
+    }
+}
+
+/// A volatile read of a register.
+///
+/// # Safety
+///
+/// `p` must be valid and aligned for a volatile read of `T`.
+#[inline(always)]
+unsafe fn reg_read<T: Width>(p: *mut T) -> T {
+    // SAFETY: the caller's contract.
+    unsafe { p.read_volatile() }
+}
+
+/// A volatile write of a register, then the observer's notification.
+#[inline(always)]
+fn reg_write<T: Width>(view: Mmio<'_, T>, value: T) {
+    // SAFETY: by `Mmio`'s invariant, `view.ptr` is valid for volatile accesses; a view of a
+    // `T` is aligned for it (`view_at` and `view_at_fixed` check, projections keep it).
+    unsafe { view.ptr.write_volatile(value) };
+    if let Some(value) = value.observed() {
+        view.observe(value);
+    }
+}
+
+macro_rules! mmio_widths {
+    ($($t:ty),*) => {$(
+        impl IoCapable<$t> for MmioBackend {
+            #[inline]
+            fn io_read(view: Mmio<'_, $t>) -> $t {
+                // SAFETY: see `reg_write`.
+                let value = unsafe { reg_read(view.ptr) };
+                // ORDERING: LOAD->LOAD. Orders this register read before the caller's later
+                // reads of coherent memory, as `readl`'s `__iormb` does. Pairs with the
+                // device's writes of that memory before it updates the register.
+                io_dma_mb(Read);
+                value
+            }
+
+            #[inline]
+            fn io_write(view: Mmio<'_, $t>, value: $t) {
+                // ORDERING: STORE->STORE. Orders the caller's earlier stores to coherent
+                // memory before this register write, as `writel`'s `__iowmb` does. Pairs
+                // with the device reading that memory after it sees the register write.
+                io_dma_mb(Write);
+                reg_write(view, value);
+            }
+        }
+
+        impl IoCapable<$t> for RelaxedMmioBackend {
+            #[inline]
+            fn io_read(view: RelaxedMmio<'_, $t>) -> $t {
+                // SAFETY: see `reg_write`.
+                unsafe { reg_read(view.0.ptr) }
+            }
+
+            #[inline]
+            fn io_write(view: RelaxedMmio<'_, $t>, value: $t) {
+                reg_write(view.0, value);
+            }
+        }
+    )*};
+}
+
+mmio_widths!(u8, u16, u32, u64);
+
+/// Byte copies of device memory, volatile byte by byte.
+///
+/// # Safety
+///
+/// `src` and `dst` must be valid for `len` bytes and must not overlap.
+unsafe fn copy_volatile(src: *const u8, dst: *mut u8, len: usize) {
+    for i in 0..len {
+        // SAFETY: the caller's contract; `i < len`.
+        unsafe { dst.add(i).write_volatile(src.add(i).read_volatile()) };
+    }
+}
+
+impl IoCopyable for MmioBackend {
+    #[inline]
+    unsafe fn copy_from_io(view: Mmio<'_, [u8]>, buffer: *mut u8) {
+        // SAFETY: the view is valid for its length (the type invariant); the buffer is the
+        // caller's contract.
+        unsafe { copy_volatile(view.ptr.cast(), buffer, view.ptr.len()) }
+    }
+
+    #[inline]
+    unsafe fn copy_to_io(view: Mmio<'_, [u8]>, buffer: *const u8) {
+        // SAFETY: as above.
+        unsafe { copy_volatile(buffer, view.ptr.cast(), view.ptr.len()) }
+    }
+}
+
+/// Turns `IoBackend`'s associated functions into methods that [`io_project!`] can call.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct ProjectHelper<T>(pub T);
+
+impl<'a, T> ProjectHelper<T>
+where
+    T: Io<'a, Backend: IoBackend<View<'a, T::Target> = T>>,
+{
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn as_ptr(self) -> *mut T::Target {
+        T::Backend::as_ptr(self.0)
+    }
+
+    /// # Safety
+    ///
+    /// As [`IoBackend::project_view`].
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn project_view<U: ?Sized + KnownSize>(
+        self,
+        ptr: *mut U,
+    ) -> <T::Backend as IoBackend>::View<'a, U> {
+        // SAFETY: the caller's contract.
+        unsafe { T::Backend::project_view::<T::Target, U>(self.0, ptr) }
+    }
+}
+
+/// Narrows an I/O view to a field or element: `io_project!(io, .a.b[try: i])`, with the
+/// projections of [`kernel::ptr::project!`](crate::ptr::project). `io` is any [`IoBase`]
+/// (a view, or a `&Coherent<T>`); `[try: i]` returns `ERANGE` from the enclosing function
+/// when `i` is out of bounds.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! io_project {
+    ($io:expr, $($proj:tt)*) => {{
+        #[allow(unused_imports)]
+        use $crate::io::IoBase as _;
+        let view = $crate::io::ProjectHelper($io.as_view());
+        let ptr = $crate::ptr::project!(mut view.as_ptr(), $($proj)*);
+        #[allow(unused_unsafe)]
+        // SAFETY: `ptr` is a projection of the view's pointer.
+        unsafe {
+            view.project_view(ptr)
+        }
+    }};
+}
+#[doc(inline)]
+pub use crate::io_project;
+
+/// Reads through a projection of an I/O view with one access: `io_read!(io, .a.b)`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! io_read {
+    ($io:expr, $($proj:tt)*) => {
+        $crate::io::Io::read_val($crate::io_project!($io, $($proj)*))
+    };
+}
+#[doc(inline)]
+pub use crate::io_read;
+
+/// Writes through a projection of an I/O view with one access: `io_write!(io, .a.b, v)`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! io_write {
+    (@split [$io:expr] [$($proj:tt)*] [, $value:expr]) => {
+        $crate::io::Io::write_val($crate::io_project!($io, $($proj)*), $value)
+    };
+    (@split [$io:expr] [$($proj:tt)*] [.$field:tt $($rest:tt)*]) => {
+        $crate::io_write!(@split [$io] [$($proj)* .$field] [$($rest)*])
+    };
+    (@split [$io:expr] [$($proj:tt)*] [[$how:ident: $index:expr] $($rest:tt)*]) => {
+        $crate::io_write!(@split [$io] [$($proj)* [$how: $index]] [$($rest)*])
+    };
+    ($io:expr, $($rest:tt)*) => {
+        $crate::io_write!(@split [$io] [] [$($rest)*])
+    };
+}
+#[doc(inline)]
+pub use crate::io_write;

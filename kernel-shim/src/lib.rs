@@ -88,6 +88,7 @@ pub mod kunit;
 pub mod model;
 pub mod prelude;
 pub mod print;
+pub mod ptr;
 pub mod sync;
 pub mod time;
 pub mod transmute;

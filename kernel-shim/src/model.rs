@@ -56,10 +56,7 @@ use loom::sync::atomic::{
     Ordering, //
 };
 
-use crate::io::{
-    IoRaw,
-    MmioWriteObserver, //
-};
+use crate::io::MmioWriteObserver;
 
 /// A barrier flavour.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -590,7 +587,7 @@ impl MmioWriteObserver for Bells {
 pub struct ModelBar<const SIZE: usize> {
     _regs: Vec<u32>,
     bells: Arc<Bells>,
-    raw: IoRaw<SIZE>,
+    mmio: crate::io::Mmio<'static, crate::io::Region<SIZE>>,
 }
 
 impl<const SIZE: usize> ModelBar<SIZE> {
@@ -601,24 +598,26 @@ impl<const SIZE: usize> ModelBar<SIZE> {
             offsets: doorbells.to_vec(),
             rings: AtomicU64::new(0),
         });
+        let mut regs = regs;
+        let region =
+            crate::io::Region::<SIZE>::ptr_try_from_raw_parts_mut(regs.as_mut_ptr().cast(), SIZE)
+                .unwrap_or_else(|_| unreachable!("ModelBar layout"));
         // SAFETY: `regs` is `SIZE` bytes, aligned, and `bells` a live observer; both live as
-        // long as `raw` (all owned by the `ModelBar`; the buffers of a `Vec` and an `Arc` do
-        // not move with it).
-        let raw = unsafe {
-            IoRaw::new(regs.as_ptr() as usize, SIZE)
-                .unwrap_or_else(|_| unreachable!("ModelBar layout"))
-                .with_observer(&*bells)
+        // long as the view (all owned by the `ModelBar`; the buffers of a `Vec` and an `Arc`
+        // do not move with it), whose `'static` never leaves it (`io` shortens it).
+        let mmio = unsafe {
+            crate::io::Mmio::from_raw(crate::io::MmioRaw::from_ptr(region).with_observer(&*bells))
         };
         Self {
             _regs: regs,
             bells,
-            raw,
+            mmio,
         }
     }
 
     /// Returns the MMIO region.
-    pub fn io(&self) -> &crate::io::Io<SIZE> {
-        crate::io::Io::from_raw(&self.raw)
+    pub fn io(&self) -> &crate::io::Mmio<'_, crate::io::Region<SIZE>> {
+        &self.mmio
     }
 
     /// Returns the number of doorbell writes so far. Acquire: a device that takes the

@@ -32,9 +32,10 @@ use crate::{
     device::Device,
     error::Result,
     io::{
-        Io,
-        IoRaw,
-        MmioWriteObserver, //
+        Mmio,
+        MmioRaw,
+        MmioWriteObserver,
+        Region, //
     },
     time::Delta,
 };
@@ -90,10 +91,11 @@ impl MmioWriteObserver for Doorbells {
 ///
 /// # Invariants
 ///
-/// `raw` describes `_regs` and observes through `bells`; both live in heap allocations
-/// owned by the `SimBar`, which do not move when it does.
+/// `mmio` views `_regs` and observes through `bells`; both live in heap allocations
+/// owned by the `SimBar`, which do not move when it does. Its `'static` is private: the
+/// view handed out ([`SimBar::io`]) lives only as long as the borrow of the `SimBar`.
 pub struct SimBar<const SIZE: usize> {
-    raw: IoRaw<SIZE>,
+    mmio: Mmio<'static, Region<SIZE>>,
     _regs: Box<[AtomicU32]>,
     bells: KBox<Doorbells>,
 }
@@ -113,20 +115,23 @@ impl<const SIZE: usize> SimBar<SIZE> {
             lock: Mutex::new(()),
             rung: Condvar::new(),
         });
-        // SAFETY: `regs` is a live allocation of `SIZE` bytes, 4-byte aligned, and `bells` a
-        // live observer; both are owned by the `SimBar` with `raw` and stay where they are.
-        let raw = unsafe { IoRaw::new(regs.as_ptr() as usize, SIZE)?.with_observer(&*bells) };
-        // INVARIANT: `raw` was made from `regs` and `bells` just above.
+        let region =
+            Region::<SIZE>::ptr_try_from_raw_parts_mut(regs.as_ptr().cast_mut().cast(), SIZE)?;
+        // SAFETY: `regs` is a live allocation of `SIZE` bytes, 4-byte aligned, valid for
+        // volatile accesses (its words are atomics), and `bells` a live observer; both are
+        // owned by the `SimBar` with the view and stay where they are.
+        let mmio = unsafe { Mmio::from_raw(MmioRaw::from_ptr(region).with_observer(&*bells)) };
+        // INVARIANT: `mmio` was made from `regs` and `bells` just above.
         Ok(Self {
-            raw,
+            mmio,
             _regs: regs,
             bells,
         })
     }
 
     /// Returns the MMIO region the driver accesses.
-    pub fn io(&self) -> &Io<SIZE> {
-        Io::from_raw(&self.raw)
+    pub fn io(&self) -> &Mmio<'_, Region<SIZE>> {
+        &self.mmio
     }
 
     /// Returns how many times a doorbell has been written.

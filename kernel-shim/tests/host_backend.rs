@@ -11,7 +11,10 @@ use std::sync::atomic::{
 use kernel::{
     dma::DmaView,
     error::Error,
-    io::poll::read_poll_timeout,
+    io::{
+        poll::read_poll_timeout,
+        Io, //
+    },
     kunit::{
         Case,
         Suite, //

@@ -14,7 +14,8 @@ pub mod tests {
     };
     use kernel::{
         dma::{
-            CoherentAllocation,
+            Coherent,
+            CoherentBox,
             DmaReadObserver,
             DmaView, //
         },
@@ -431,13 +432,10 @@ pub mod tests {
         loop {
             at += 1;
             assert!(at <= MAX_READS, "a receive of one element keeps copying");
-            let mut mem = CoherentAllocation::<GspMem>::alloc_coherent(
-                kernel::vdev::device()?,
-                1,
-                GFP_KERNEL | __GFP_ZERO,
-            )?;
+            let mut mem: Coherent<GspMem> =
+                CoherentBox::<GspMem>::zeroed(kernel::vdev::device()?, GFP_KERNEL)?.into();
             let gsp = RewriteBeforeRead {
-                // SAFETY: Only `mem`'s `read_raw` calls the observer, so the view is not used
+                // SAFETY: Only `mem`'s byte copies call the observer, so the view is not used
                 // after `mem` is dropped.
                 view: unsafe { device_view(&mem) },
                 // CAST: `u32` to `usize`, lossless.

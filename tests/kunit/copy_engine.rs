@@ -36,7 +36,7 @@ pub mod tests {
         let (arena, data) = arena_with_pattern(1)?;
         let mut pair = Pair::new()?;
         // SAFETY: `pair`, and the GSP in it, is dropped before `arena`.
-        pair.gsp.map_dma(arena.mem().dma_handle(), unsafe {
+        pair.gsp.map_dma(arena.mem().dma_address(), unsafe {
             device_view(arena.mem())
         })?;
         let len = 10_000u32;
@@ -117,7 +117,7 @@ pub mod tests {
     #[test]
     fn copies_through_a_gsp_thread() -> Result {
         let (arena, data) = arena_with_pattern(4)?;
-        let bus = arena.mem().dma_handle();
+        let bus = arena.mem().dma_address();
         // SAFETY: Only the GSP thread uses the view, and `with_gsp_thread_and` joins it
         // before returning, while `arena` lives on.
         let view = unsafe { device_view(arena.mem()) };

@@ -4,15 +4,13 @@
 
 use kernel::{
     dma::{
-        CoherentAllocation,
+        Coherent,
         DmaView, //
     },
+    io::Io,
     prelude::*,
+    ptr::KnownSize,
     time::Delta,
-    transmute::{
-        AsBytes,
-        FromBytes, //
-    },
     vdev::SimBar, //
 };
 use nova_core::gsp::{
@@ -45,13 +43,13 @@ impl TestBar {
     }
 
     /// Returns the BAR.
-    pub fn bar(&self) -> &Bar0 {
+    pub fn bar(&self) -> &Bar0<'_> {
         self.0.io()
     }
 
     /// Returns the value of the register at `offset`.
     pub fn read(&self, offset: usize) -> u32 {
-        self.bar().read32_relaxed(offset)
+        self.bar().relaxed().read32(offset)
     }
 }
 
@@ -71,10 +69,10 @@ pub unsafe fn gsp_view(cmdq: &Cmdq) -> DmaView<'static> {
 /// # Safety
 ///
 /// The returned view must not be used after `mem` is dropped.
-pub unsafe fn device_view<T: AsBytes + FromBytes>(mem: &CoherentAllocation<T>) -> DmaView<'static> {
+pub unsafe fn device_view<T: KnownSize + ?Sized>(mem: &Coherent<T>) -> DmaView<'static> {
     // SAFETY: The allocation is `size()` bytes, page aligned, and stays where it is while
     // it lives (it is heap memory); the caller promises not to use the view longer.
-    unsafe { DmaView::from_raw_parts(mem.start_ptr().cast_mut().cast::<u8>(), mem.size()) }
+    unsafe { DmaView::from_raw_parts(mem.as_mut_ptr().cast::<u8>(), mem.size()) }
 }
 
 /// A driver queue and a virtual GSP on the same memory.
@@ -106,7 +104,7 @@ impl Pair {
     ///
     /// - `EOVERFLOW` if `mem` is smaller than a [`GspMem`].
     /// - `ENOMEM` if memory cannot be had.
-    pub fn new_in(mem: CoherentAllocation<GspMem>) -> Result<Self> {
+    pub fn new_in(mem: Coherent<GspMem>) -> Result<Self> {
         Self::with_cmdq(Cmdq::new_in(mem)?)
     }
 

@@ -15,7 +15,11 @@ pub mod tests {
     };
 
     use kernel::{
-        dma_read,
+        io::{
+            io_project,
+            io_read,
+            Io, //
+        },
         prelude::*, //
     };
     use nova_core::gsp::{
@@ -239,7 +243,10 @@ pub mod tests {
     fn tx_headers_initialised_as_upstream() -> Result {
         let pair = Pair::new()?;
         let mem = pair.cmdq.gsp_mem();
-        for tx in [dma_read!(mem[0].cpuq.tx)?, dma_read!(mem[0].gspq.tx)?] {
+        for tx in [
+            io_project!(mem, .cpuq.tx).copy_read(),
+            io_project!(mem, .gspq.tx).copy_read(),
+        ] {
             assert_eq!(tx.version, 0);
             assert_eq!(tx.size, 0x40000);
             assert_eq!(tx.msg_size, 4096);
@@ -249,8 +256,8 @@ pub mod tests {
             assert_eq!(tx.rx_hdr_off, 0x20);
             assert_eq!(tx.entry_off, 0x1000);
         }
-        assert_eq!(dma_read!(mem[0].cpuq.rx.read_ptr)?, 0);
-        assert_eq!(dma_read!(mem[0].gspq.rx.read_ptr)?, 0);
+        assert_eq!(io_read!(mem, .cpuq.rx.read_ptr), 0);
+        assert_eq!(io_read!(mem, .gspq.rx.read_ptr), 0);
         Ok(())
     }
 
@@ -265,7 +272,7 @@ pub mod tests {
             let hi = view.read32(PTES_OFFSET + i * 8 + 4)?;
             Ok(u64::from(hi) << 32 | u64::from(lo))
         };
-        let base = mem.dma_handle();
+        let base = mem.dma_address();
         for i in 0..0x81 {
             assert_eq!(pte(i)?, base + (i as u64) * 4096);
         }

@@ -111,7 +111,7 @@ pub mod tests {
     /// Sends an echo of `payload` and checks the reply, skipping unasked events.
     fn echo(
         gsp: &mut nova_core::gsp::Gsp,
-        bar: &nova_core::gsp::regs::Bar0,
+        bar: &nova_core::gsp::regs::Bar0<'_>,
         payload: &[u8],
         found: &mut Findings,
     ) -> Result {

@@ -73,7 +73,7 @@ pub fn serve(gsp: &mut Vgsp<'_>, bar: &SimBar<BAR0_SIZE>, stop: &AtomicBool) -> 
 /// - `ENOMEM` if the shared memory or the BAR cannot be had.
 pub fn with_gsp_thread<R>(
     log_every: u64,
-    f: impl FnOnce(&mut Gsp, &Bar0, &SimBar<BAR0_SIZE>) -> R,
+    f: impl FnOnce(&mut Gsp, &Bar0<'_>, &SimBar<BAR0_SIZE>) -> R,
 ) -> Result<(R, Result<Stats>)> {
     with_gsp_thread_and(log_every, |_| Ok(()), f)
 }
@@ -87,7 +87,7 @@ pub fn with_gsp_thread<R>(
 pub fn with_gsp_thread_and<R>(
     log_every: u64,
     setup: impl FnOnce(&mut Vgsp<'static>) -> Result + Send,
-    f: impl FnOnce(&mut Gsp, &Bar0, &SimBar<BAR0_SIZE>) -> R,
+    f: impl FnOnce(&mut Gsp, &Bar0<'_>, &SimBar<BAR0_SIZE>) -> R,
 ) -> Result<(R, Result<Stats>)> {
     with_firmware(
         |fw, bar, stop| {
@@ -111,7 +111,7 @@ pub fn with_gsp_thread_and<R>(
 /// - `ENOMEM` if the shared memory or the BAR cannot be had.
 pub fn with_firmware<R, S: Send>(
     firmware: impl FnOnce(&mut Vgsp<'static>, &SimBar<BAR0_SIZE>, &AtomicBool) -> Result<S> + Send,
-    f: impl FnOnce(&mut Gsp, &Bar0, &SimBar<BAR0_SIZE>) -> R,
+    f: impl FnOnce(&mut Gsp, &Bar0<'_>, &SimBar<BAR0_SIZE>) -> R,
 ) -> Result<(R, Result<S>)> {
     let bar = SimBar::<BAR0_SIZE>::new(&[NV_PGSP_QUEUE_HEAD::OFFSET])?;
     let mut gsp = Gsp::new(kernel::vdev::device()?)?;

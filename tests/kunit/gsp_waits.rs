@@ -37,7 +37,7 @@ pub const LOG_LINES: u32 = 100;
 /// # Errors
 ///
 /// - `ENOMEM` if the shared memory or the BAR cannot be had.
-pub fn with_chatty_gsp<R>(f: impl FnOnce(&mut Gsp, &Bar0) -> R) -> Result<(R, Result<u32>)> {
+pub fn with_chatty_gsp<R>(f: impl FnOnce(&mut Gsp, &Bar0<'_>) -> R) -> Result<(R, Result<u32>)> {
     with_firmware(
         |fw, _, stop| {
             let mut sent = 0;

@@ -88,8 +88,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn is_access(line: &str) -> bool {
     let code = line.trim_start();
     !code.starts_with("//")
-        && (code.contains("dma_read!(")
-            || code.contains("dma_write!(")
+        && (code.contains("io_read!(")
+            || code.contains("io_write!(")
             || code.contains(".read32(")
             || code.contains(".write32("))
 }

@@ -10,7 +10,7 @@ pub mod regs;
 
 use kernel::{
     device::Device,
-    dma::CoherentAllocation,
+    dma::Coherent,
     prelude::*,
     time::Delta, //
 };
@@ -76,7 +76,7 @@ impl Gsp {
     /// # Errors
     ///
     /// - `ENOMEM` if the receive buffer cannot be had.
-    pub fn new_in(mem: CoherentAllocation<GspMem>) -> Result<Self> {
+    pub fn new_in(mem: Coherent<GspMem>) -> Result<Self> {
         Ok(Self {
             cmdq: Cmdq::new_in(mem)?,
             log_lines: 0,

@@ -31,8 +31,12 @@ use core::ptr::NonNull;
 
 use bitfield_struct::bitfield;
 use kernel::{
-    dma::CoherentAllocation,
-    io::Io,
+    dma::Coherent,
+    io::{
+        Io,
+        Mmio,
+        Region, //
+    },
     prelude::*,
     sync::atomic::{
         Acquire,
@@ -66,7 +70,7 @@ pub const PCI_DEVICE_ID: u16 = 0x1110;
 /// The size of the register BAR (BAR0).
 pub const REGS_SIZE: usize = 0x100;
 /// BAR0 of the device.
-pub type IvshmemRegs = Io<REGS_SIZE>;
+pub type IvshmemRegs<'a> = Mmio<'a, Region<REGS_SIZE>>;
 
 /// `IntrMask`: unused with MSI-X.
 pub const IVSHMEM_INTR_MASK_OFFSET: usize = 0x00;
@@ -92,7 +96,7 @@ impl IVSHMEM_IV_POSITION {
     /// # Errors
     ///
     /// - `ENODEV` if the device has no peer id (it is not connected to a server).
-    pub fn read(regs: &IvshmemRegs) -> Result<u16> {
+    pub fn read(regs: &IvshmemRegs<'_>) -> Result<u16> {
         let reg = Self::from_bits(regs.read32(Self::OFFSET));
         if reg.invalid() != 0 {
             return Err(ENODEV);
@@ -117,7 +121,7 @@ impl IVSHMEM_DOORBELL {
 
     /// Writes the register, ordered after the caller's earlier writes to the shared
     /// memory ([`Io::write32`] is `writel`).
-    pub fn write(self, regs: &IvshmemRegs) {
+    pub fn write(self, regs: &IvshmemRegs<'_>) {
         regs.write32(self.into_bits(), Self::OFFSET);
     }
 }
@@ -181,7 +185,7 @@ pub struct DriverAttach {
 /// peer id and vector 0.
 #[derive(Clone, Copy)]
 pub struct PeerDoorbell<'a> {
-    regs: &'a IvshmemRegs,
+    regs: &'a IvshmemRegs<'a>,
     peer: u16,
 }
 
@@ -204,11 +208,11 @@ const ATTACH_POLL: Delta = Delta::from_millis(1);
 ///
 /// `shm` is valid for reads and writes of [`SHM_SIZE`] bytes for `'a` and shared only with
 /// the device; `mailbox` is its last page; `gsp`, if any, holds the only
-/// [`CoherentAllocation`] of the [`GspMem`] in it.
+/// [`Coherent`] of the [`GspMem`] in it.
 pub struct IvshmemGsp<'a> {
-    regs: &'a IvshmemRegs,
+    regs: &'a IvshmemRegs<'a>,
     shm: NonNull<u8>,
-    mailbox: CoherentAllocation<u64>,
+    mailbox: Coherent<[u64]>,
     signal: Option<&'static dyn MsgqSignal>,
     gsp: Option<(Gsp, PeerDoorbell<'a>)>,
     generation: u32,
@@ -227,7 +231,7 @@ impl<'a> IvshmemGsp<'a> {
     /// `shm` must be the device's shared memory, valid for reads and writes of `len` bytes
     /// for `'a`, and not accessed by the CPU other than through the returned value.
     pub unsafe fn new(
-        regs: &'a IvshmemRegs,
+        regs: &'a IvshmemRegs<'a>,
         shm: NonNull<u8>,
         len: usize,
         signal: Option<&'static dyn MsgqSignal>,
@@ -239,9 +243,11 @@ impl<'a> IvshmemGsp<'a> {
         // follows for `'a` (the caller's guarantee, `len >= SHM_SIZE`); the mailbox page
         // overlaps no other allocation made from `shm`.
         let mailbox = unsafe {
-            CoherentAllocation::<u64>::from_device_memory(
-                shm.add(MAILBOX_OFFSET),
-                GSP_PAGE_SIZE / 8,
+            Coherent::<[u64]>::from_device_memory(
+                core::ptr::slice_from_raw_parts_mut(
+                    shm.add(MAILBOX_OFFSET).cast::<u64>().as_ptr(),
+                    GSP_PAGE_SIZE / 8,
+                ),
                 MAILBOX_OFFSET as u64,
             )?
         };
@@ -314,9 +320,8 @@ impl<'a> IvshmemGsp<'a> {
         // invariant), which holds a `GspMem` at `GSP_MEM_OFFSET`; the previous allocation
         // of it was dropped just above, so this is the only one.
         let mem = unsafe {
-            CoherentAllocation::<GspMem>::from_device_memory(
-                self.shm.add(GSP_MEM_OFFSET),
-                1,
+            Coherent::<GspMem>::from_device_memory(
+                self.shm.add(GSP_MEM_OFFSET).cast::<GspMem>().as_ptr(),
                 GSP_MEM_OFFSET as u64,
             )?
         };

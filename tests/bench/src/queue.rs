@@ -193,7 +193,7 @@ pub fn serve_busy(gsp: &mut Vgsp<'_>, stop: &AtomicBool) -> Result {
 fn with_pair<R: Send>(
     bar: &SimBar<BAR0_SIZE>,
     mode: GspMode,
-    driver: impl FnOnce(&mut Cmdq, &Bar0) -> Result<R> + Send,
+    driver: impl FnOnce(&mut Cmdq, &Bar0<'_>) -> Result<R> + Send,
 ) -> Result<R> {
     let mut cmdq = Cmdq::new(kernel::vdev::device()?)?;
     // SAFETY: The view is used only by the GSP thread, which `run_pinned` joins before
@@ -227,7 +227,7 @@ fn with_pair<R: Send>(
 ///
 /// - `EIO` if the reply is not the echo of this command.
 /// - Any error of the send or the receive.
-fn echo(cmdq: &mut Cmdq, bar: &Bar0) -> Result {
+fn echo(cmdq: &mut Cmdq, bar: &Bar0<'_>) -> Result {
     let seq = cmdq.send_command(bar, &Echo(&ECHO_PAYLOAD))?;
     let reply = cmdq.receive_msg(REPLY_TIMEOUT)?;
     if reply.function() != Ok(MsgFunction::Nop)

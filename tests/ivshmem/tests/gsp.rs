@@ -39,9 +39,10 @@ use std::{
 use kernel::{
     error::code::ETIMEDOUT,
     io::{
-        Io,
-        IoRaw,
-        MmioWriteObserver, //
+        Mmio,
+        MmioRaw,
+        MmioWriteObserver,
+        Region, //
     },
     time::Delta,
 };
@@ -134,7 +135,7 @@ impl MmioWriteObserver for QemuDoorbell {
 /// The server, the GSP process, and the guest's side of the device. Fields drop in
 /// order: BAR0 before what its observer and memory are.
 struct Rig {
-    bar0: IoRaw<REGS_SIZE>,
+    bar0: Mmio<'static, Region<REGS_SIZE>>,
     _regs: Box<[u32; REGS_SIZE / 4]>,
     _doorbell: Box<QemuDoorbell>,
     shm: SharedMemory,
@@ -187,13 +188,13 @@ impl Rig {
         regs[IVSHMEM_IV_POSITION::OFFSET / 4] = u32::from(peer.id());
         let peer = Arc::new(Mutex::new(peer));
         let doorbell = Box::new(QemuDoorbell(peer.clone()));
+        let region =
+            Region::<REGS_SIZE>::ptr_try_from_raw_parts_mut(regs.as_mut_ptr().cast(), REGS_SIZE)
+                .unwrap();
         // SAFETY: `regs` is a heap array of `REGS_SIZE` bytes, 4-byte aligned, that stays
-        // in place in the `Rig` after `bar0`, which drops first; so does `doorbell`.
-        let bar0 = unsafe {
-            IoRaw::<REGS_SIZE>::new(regs.as_ptr() as usize, REGS_SIZE)
-                .unwrap()
-                .with_observer(&*doorbell)
-        };
+        // in place in the `Rig` after `bar0`, which drops first; so does `doorbell`. The
+        // view's `'static` never leaves the `Rig` (`device` shortens it).
+        let bar0 = unsafe { Mmio::from_raw(MmioRaw::from_ptr(region).with_observer(&*doorbell)) };
 
         // The MSI-X vector: our eventfd, read by a thread of its own.
         let irq: &'static Irq = Box::leak(Box::default());
@@ -264,7 +265,7 @@ impl Rig {
         // it only through the returned value.
         unsafe {
             IvshmemGsp::new(
-                Io::from_raw(&self.bar0),
+                &self.bar0,
                 NonNull::new(self.shm.as_ptr()).unwrap(),
                 self.shm.len(),
                 Some(self.irq),

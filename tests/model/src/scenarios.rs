@@ -199,7 +199,7 @@ unsafe fn gsp_view(cmdq: &Cmdq) -> DmaView<'static> {
     let mem = cmdq.gsp_mem();
     // SAFETY: The allocation is `size()` bytes and page aligned, and does not move while
     // `cmdq` lives; the caller keeps the view no longer.
-    unsafe { DmaView::from_raw_parts(mem.start_ptr().cast_mut().cast::<u8>(), mem.size()) }
+    unsafe { DmaView::from_raw_parts(mem.as_mut_ptr().cast::<u8>(), mem.size()) }
 }
 
 /// Receives messages until the reply to `seq`, checking it against `expected`; returns
@@ -414,7 +414,7 @@ fn explore(sc: &Scenario, violation: &Arc<Mutex<Option<contract::Violation>>>) -
             // SAFETY: The four ring pointers are aligned words inside `GspMem`.
             unsafe {
                 model::prepare_words(
-                    cmdq.gsp_mem().start_ptr().cast(),
+                    cmdq.gsp_mem().as_ptr().cast(),
                     &[
                         CPUQ_OFFSET + MSGQ_WRITE_PTR_OFFSET,
                         CPUQ_OFFSET + MSGQ_READ_PTR_OFFSET,

@@ -168,7 +168,7 @@ fn write_barrier_after_the_store() -> Mutation {
             Flavour::Full,
             site(
                 CMDQ,
-                line_of(src, "dma_write!(self.mem[0].cpuq.tx.write_ptr", advance),
+                line_of(src, "io_write!(self.mem, .cpuq.tx.write_ptr", advance),
             ),
         ),
     }

@@ -16,7 +16,18 @@
 //!    the destination.
 
 use kernel::{
-    device::Device, dma::CoherentAllocation, io::poll::read_poll_timeout, prelude::*, time::Delta,
+    device::Device,
+    dma::{
+        Coherent,
+        CoherentView, //
+    },
+    io::{
+        io_project,
+        poll::read_poll_timeout,
+        Io, //
+    },
+    prelude::*,
+    time::Delta, //
 };
 
 use crate::{
@@ -43,7 +54,7 @@ const POLL_INTERVAL: Delta = Delta::from_micros(1);
 
 /// Coherent memory for copy-engine transfers: a barrier and a data area.
 pub struct CopyArena {
-    mem: CoherentAllocation<u8>,
+    mem: Coherent<[u8]>,
 }
 
 /// A copy started with [`CopyArena::start_copy`], to finish with
@@ -71,7 +82,7 @@ impl CopyArena {
         if data_len == 0 {
             return Err(EINVAL);
         }
-        let mem = CoherentAllocation::<u8>::alloc_coherent(
+        let mem = Coherent::<[u8]>::zeroed_slice(
             dev,
             Self::DATA.checked_add(data_len).ok_or(EINVAL)?,
             GFP_KERNEL,
@@ -91,14 +102,14 @@ impl CopyArena {
     }
 
     /// Returns the memory, for the device's view of it.
-    pub fn mem(&self) -> &CoherentAllocation<u8> {
+    pub fn mem(&self) -> &Coherent<[u8]> {
         &self.mem
     }
 
     /// Returns the bus address of data offset `offset`.
     pub fn bus_addr(&self, offset: usize) -> u64 {
         // CAST: offsets inside an allocation fit in 64 bits.
-        self.mem.dma_handle() + (Self::DATA + offset) as u64
+        self.mem.dma_address() + (Self::DATA + offset) as u64
     }
 
     /// Returns the size of the data area.
@@ -112,10 +123,23 @@ impl CopyArena {
     ///
     /// - `EOVERFLOW` if the range leaves the data area.
     pub fn write(&mut self, offset: usize, bytes: &[u8]) -> Result {
-        let at = Self::DATA.checked_add(offset).ok_or(EOVERFLOW)?;
-        // SAFETY: No copy is in flight (`finish_copy` ended the last one, and starting one
-        // borrows the arena), so the device touches none of these bytes.
-        unsafe { self.mem.write_raw(at, bytes) }
+        // No copy is in flight (`finish_copy` ended the last one, and starting one borrows
+        // the arena), so the device touches none of these bytes.
+        self.data(offset, bytes.len())?.copy_from_slice(bytes);
+        Ok(())
+    }
+
+    /// The view of the `len` data bytes at data offset `offset`.
+    ///
+    /// # Errors
+    ///
+    /// - `EOVERFLOW` if the range leaves the data area.
+    fn data(&self, offset: usize, len: usize) -> Result<CoherentView<'_, [u8]>> {
+        let range = || -> Result<CoherentView<'_, [u8]>> {
+            let at = Self::DATA.checked_add(offset).ok_or(EOVERFLOW)?;
+            Ok(io_project!(self.mem, [try: at..at.checked_add(len).ok_or(EOVERFLOW)?]))
+        };
+        range().map_err(|_| EOVERFLOW)
     }
 
     /// Reads `out.len()` bytes at data offset `offset`.
@@ -124,10 +148,10 @@ impl CopyArena {
     ///
     /// - `EOVERFLOW` if the range leaves the data area.
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result {
-        let at = Self::DATA.checked_add(offset).ok_or(EOVERFLOW)?;
-        // SAFETY: The caller reads after `finish_copy`, whose wait acquired the bytes the
-        // device landed; otherwise it only observes them.
-        unsafe { self.mem.read_raw(at, out) }
+        // The caller reads after `finish_copy`, whose wait acquired the bytes the device
+        // landed; otherwise it only observes them.
+        self.data(offset, out.len())?.copy_to_slice(out);
+        Ok(())
     }
 
     /// Arms the barrier for `len` bytes and asks the GSP to copy them from data offset
@@ -165,7 +189,7 @@ impl CopyArena {
         let parity = barrier.snapshot().parity;
         barrier.arrive_expect_tx(len)?;
         // CAST: offsets inside an allocation fit in 64 bits.
-        let barrier_addr = self.mem.dma_handle() + Self::BARRIER as u64;
+        let barrier_addr = self.mem.dma_address() + Self::BARRIER as u64;
         let sequence = cmdq.send_command(
             bar,
             &CeCopy {

@@ -88,9 +88,17 @@
 )]
 use kernel::{
     device::Device,
-    dma::CoherentAllocation,
-    dma_read, dma_write,
-    io::poll::read_poll_timeout,
+    dma::{
+        Coherent,
+        CoherentBox, //
+    },
+    io::{
+        io_project,
+        io_read,
+        io_write,
+        poll::read_poll_timeout,
+        Io, //
+    },
     prelude::*,
     sync::barrier::{
         dma_mb,
@@ -212,7 +220,7 @@ fn poll_queue<T>(
 /// from `cpu_write_ptr` on were free when the driver last loaded the GSP's read pointer
 /// through [`Self::gsp_read_ptr`] and have not been written since.
 pub struct DmaGspMem {
-    mem: CoherentAllocation<GspMem>,
+    mem: Coherent<GspMem>,
     cpu_write_ptr: u32,
     cpu_read_ptr: u32,
     known_free: u32,
@@ -222,26 +230,20 @@ impl DmaGspMem {
     /// Allocates and initialises the shared memory: the PTE page mapping it, both tx
     /// headers, and every pointer at 0.
     fn new(dev: &Device) -> Result<Self> {
-        Self::init(CoherentAllocation::<GspMem>::alloc_coherent(
-            dev,
-            1,
-            GFP_KERNEL | __GFP_ZERO,
-        )?)
+        Self::init(CoherentBox::<GspMem>::zeroed(dev, GFP_KERNEL)?.into())
     }
 
     /// Initialises `mem`, whatever it held: the PTE page mapping it, both tx headers, and
     /// every pointer at 0. The ring slots are left as they are.
-    fn init(mem: CoherentAllocation<GspMem>) -> Result<Self> {
+    fn init(mem: Coherent<GspMem>) -> Result<Self> {
+        let base = mem.dma_address();
         for i in 0..fw::GSP_PTE_COUNT {
-            let pte = fw::gsp_mem_pte(mem.dma_handle(), i).to_le_bytes();
-            // SAFETY: The GSP is given the memory only after `init` returns; until then
-            // nothing else reads or writes it.
-            unsafe { mem.write_raw(fw::PTES_OFFSET + i * pte.len(), &pte)? };
+            io_write!(mem, .ptes[try: i], fw::gsp_mem_pte(base, i).to_le());
         }
-        dma_write!(mem[0].cpuq.tx = MsgqTxHeader::new())?;
-        dma_write!(mem[0].gspq.tx = MsgqTxHeader::new())?;
-        dma_write!(mem[0].cpuq.rx.read_ptr = 0)?;
-        dma_write!(mem[0].gspq.rx.read_ptr = 0)?;
+        io_project!(mem, .cpuq.tx).copy_write(MsgqTxHeader::new());
+        io_project!(mem, .gspq.tx).copy_write(MsgqTxHeader::new());
+        io_write!(mem, .cpuq.rx.read_ptr, 0);
+        io_write!(mem, .gspq.rx.read_ptr, 0);
         // INVARIANT: both our pointers were just stored as 0; no slot is known free yet.
         Ok(Self {
             mem,
@@ -257,7 +259,7 @@ impl DmaGspMem {
     ///
     /// - `EIO` if the GSP published a pointer outside the ring.
     fn gsp_read_ptr(&self) -> Result<u32> {
-        let ptr = dma_read!(self.mem[0].gspq.rx.read_ptr)?;
+        let ptr = io_read!(self.mem, .gspq.rx.read_ptr);
         // ORDERING: LOAD->STORE (and LOAD->LOAD). Orders this load of the GSP's read pointer
         // before our stores into the `cpuq` slots it frees: we must not overwrite a slot the
         // GSP may still be reading. `Read` would order only later loads, so this is `Full`.
@@ -276,7 +278,7 @@ impl DmaGspMem {
     ///
     /// - `EIO` if the GSP published a pointer outside the ring.
     fn gsp_write_ptr(&self) -> Result<u32> {
-        let ptr = dma_read!(self.mem[0].gspq.tx.write_ptr)?;
+        let ptr = io_read!(self.mem, .gspq.tx.write_ptr);
         #[cfg(not(feature = "seed-barriers"))]
         // ORDERING: LOAD->LOAD. Orders this load of the GSP's write pointer before our loads
         // of the `gspq` slots it publishes. The driver never stores to `gspq` slots, and its
@@ -300,7 +302,7 @@ impl DmaGspMem {
         // `gsp_read_ptr`, so `Write` suffices. Pairs with the GSP's `dma_mb(Read)` after it
         // loads our write pointer.
         dma_mb(Write);
-        dma_write!(self.mem[0].cpuq.tx.write_ptr = wptr)?;
+        io_write!(self.mem, .cpuq.tx.write_ptr, wptr);
         // The seed's pre-fix placement, for the benchmark only and known to be wrong: a CPU
         // fence *after* the pointer store orders nothing before it, so the GSP may see the
         // pointer before the element (the shape `tests/model`'s seed regression fails).
@@ -321,7 +323,7 @@ impl DmaGspMem {
         // them. `Write` would order only earlier stores, so this is `Full`. Pairs with the
         // GSP's `dma_mb(Full)` after it loads our read pointer.
         dma_mb(Full);
-        dma_write!(self.mem[0].cpuq.rx.read_ptr = rptr)?;
+        io_write!(self.mem, .cpuq.rx.read_ptr, rptr);
         // INVARIANT: `rptr < MSGQ_NUM_PAGES` and is what was just stored.
         self.cpu_read_ptr = rptr;
         Ok(())
@@ -373,14 +375,11 @@ impl DmaGspMem {
     fn write_element_bytes(&self, pos: usize, bytes: &[u8]) -> Result {
         let start = self.cpu_write_ptr as usize * GSP_PAGE_SIZE + pos;
         fw::for_each_ring_piece(start, bytes.len(), |ring_off, range| {
-            // SAFETY: The slots written were acquired by `gsp_read_ptr` as free (the caller's
-            // duty); the GSP does not read them until the write pointer publishes them.
-            unsafe {
-                self.mem.write_raw(
-                    fw::CPUQ_OFFSET + fw::slot_offset(0) + ring_off,
-                    &bytes[range],
-                )
-            }
+            // The slots written were acquired by `gsp_read_ptr` as free (the caller's duty);
+            // the GSP does not read them until the write pointer publishes them.
+            io_project!(self.mem, .cpuq.msgq.data[try: ring_off..ring_off + range.len()])
+                .copy_from_slice(&bytes[range]);
+            Ok(())
         })
     }
 
@@ -390,15 +389,12 @@ impl DmaGspMem {
         let start = self.cpu_read_ptr as usize * GSP_PAGE_SIZE + pos;
         let len = dst.len();
         fw::for_each_ring_piece(start, len, |ring_off, range| {
-            // SAFETY: The slots read were published by the GSP (acquired by
-            // `gsp_write_ptr`) and are not handed back before `advance_cpu_read_ptr`. A
-            // misbehaving GSP may still change them; every use is of this copy, checked.
-            unsafe {
-                self.mem.read_raw(
-                    fw::GSPQ_OFFSET + fw::slot_offset(0) + ring_off,
-                    &mut dst[range],
-                )
-            }
+            // The slots read were published by the GSP (acquired by `gsp_write_ptr`) and are
+            // not handed back before `advance_cpu_read_ptr`. A misbehaving GSP may still
+            // change them; every use is of this copy, checked.
+            io_project!(self.mem, .gspq.msgq.data[try: ring_off..ring_off + range.len()])
+                .copy_to_slice(&mut dst[range]);
+            Ok(())
         })
     }
 }
@@ -514,7 +510,7 @@ impl Cmdq {
     /// # Errors
     ///
     /// - `EOVERFLOW` if `mem` is smaller than a [`GspMem`].
-    pub fn new_in(mem: CoherentAllocation<GspMem>) -> Result<Self> {
+    pub fn new_in(mem: Coherent<GspMem>) -> Result<Self> {
         Self::with_memory(DmaGspMem::init(mem)?)
     }
 
@@ -565,7 +561,7 @@ impl Cmdq {
     }
 
     /// Returns the shared memory, whose bus address the GSP is given at boot.
-    pub fn gsp_mem(&self) -> &CoherentAllocation<GspMem> {
+    pub fn gsp_mem(&self) -> &Coherent<GspMem> {
         &self.gsp_mem.mem
     }
 

@@ -302,7 +302,10 @@ pub struct MsgqRxHeader {
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct MsgqData {
     /// The slots.
-    pub data: [[u8; GSP_PAGE_SIZE]; MSGQ_NUM_PAGES as usize],
+    ///
+    /// One byte array rather than an array of pages: an element of several slots is
+    /// contiguous, and the ring's pieces are projected from it as byte ranges.
+    pub data: [u8; RING_BYTES],
 }
 
 /// Bytes between the rx header and the first slot.

@@ -3,13 +3,20 @@
 //! GSP registers in BAR0.
 
 use bitfield_struct::bitfield;
-use kernel::io::Io;
+use kernel::io::{
+    Io,
+    Mmio,
+    Region, //
+};
 
 /// The size of BAR0 the driver maps.
 pub const BAR0_SIZE: usize = 0x100_0000;
 
 /// BAR0 of the GPU.
-pub type Bar0 = Io<BAR0_SIZE>;
+///
+/// Upstream's is a `&pci::Bar<BAR0_SIZE>`; this driver has no PCI device of its own (the
+/// test bench's BAR is memory), so it takes the MMIO view both give.
+pub type Bar0<'a> = Mmio<'a, Region<BAR0_SIZE>>;
 
 /// What interrupts the GSP to make it look at the command queue.
 ///
@@ -21,7 +28,7 @@ pub trait Doorbell {
     fn ring(&self);
 }
 
-impl Doorbell for Bar0 {
+impl Doorbell for Bar0<'_> {
     fn ring(&self) {
         NV_PGSP_QUEUE_HEAD::new().with_address(0).write(self);
     }
@@ -43,12 +50,12 @@ impl NV_PGSP_QUEUE_HEAD {
 
     /// Writes the register. The write is ordered after the caller's earlier writes to
     /// coherent memory ([`Io::write32`] is `writel`).
-    pub fn write(self, bar: &Bar0) {
+    pub fn write(self, bar: &Bar0<'_>) {
         bar.write32(self.into_bits(), Self::OFFSET);
     }
 
     /// Reads the register.
-    pub fn read(bar: &Bar0) -> Self {
+    pub fn read(bar: &Bar0<'_>) -> Self {
         Self::from_bits(bar.read32(Self::OFFSET))
     }
 }
