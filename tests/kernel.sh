@@ -150,6 +150,14 @@ tier() {
         qemu_args=(-M virt -cpu cortex-a72 -nic none) console=ttyAMA0
         ;;
     esac
+    # bindgen's libclang must be the `clang` the build uses: given a newer libclang
+    # (clang-22, for the Linux 7.3 patch check), bindgen picks it and refuses the flags
+    # the kernel passes for clang 14 ("unknown argument: -enable-trivial-auto-var-init-
+    # zero-knowing-it-will-be-removed-from-clang").
+    local libclang
+    libclang=$(dirname "$(readlink -f "$(command -v clang)")")/../lib
+    [ -d "$libclang" ] || fail "no libclang beside $(command -v clang)"
+    export LIBCLANG_PATH=${VGSP_LIBCLANG_PATH:-$(cd "$libclang" && pwd)}
     # rustup's rustc comes first in PATH; the tree must use Debian's, for the target
     # crates and the host proc macros alike.
     local kmake=(make -C "$TREE" O="$build" "${makearch[@]}" RUSTC=/usr/bin/rustc

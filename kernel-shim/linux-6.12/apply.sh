@@ -40,10 +40,13 @@ copy() { # copy SRC DST-in-tree, only when different
 copy "$SHIM/src/dma.rs" rust/kernel/dma.rs
 copy "$SHIM/src/io.rs" rust/kernel/io.rs
 copy "$SHIM/src/io/poll.rs" rust/kernel/io/poll.rs
+copy "$SHIM/src/io/register.rs" rust/kernel/io/register.rs
 copy "$SHIM/src/sync/atomic.rs" rust/kernel/sync/atomic.rs
 copy "$SHIM/src/sync/barrier.rs" rust/kernel/sync/barrier.rs
 copy "$SHIM/src/time.rs" rust/kernel/time/delta.rs
 copy "$SHIM/src/transmute.rs" rust/kernel/transmute.rs
+copy "$SHIM/src/ptr.rs" rust/kernel/ptr.rs
+copy "$SHIM/src/ptr/projection.rs" rust/kernel/ptr/projection.rs
 copy "$SHIM/src/kunit.rs" rust/kernel/kunit/suite.rs
 copy "$SHIM/macros/src/kunit.rs" rust/macros/kunit.rs
 # Only in a kernel.

@@ -13,9 +13,9 @@
 //! # Ours, not 7.3's
 //!
 //! - The memory comes from the environment's allocator, zeroed and page-aligned, and its
-//!   bus address is its CPU address: the device is simulated and there is no IOMMU. 7.3's
-//!   constructors take a `&Device<Bound>` and call `dma_alloc_attrs`; ours take this
-//!   crate's `&Device` and no attributes.
+//!   bus address is its CPU address: the device is simulated and there is no IOMMU. Both crates'
+//!   constructors take a `&Device<Bound>`; 7.3's call `dma_alloc_attrs` and take
+//!   attributes, ours take none.
 //! - [`Coherent::from_device_memory`]: memory a device exposes (the RAM-backed
 //!   shared-memory BAR of an emulated device) given the coherent-memory accessors, because
 //!   the protocol on it is coherent memory's.
@@ -44,7 +44,10 @@ use core::{
 
 use crate::{
     alloc::Flags,
-    device::Device,
+    device::{
+        Bound,
+        Device, //
+    },
     error::{
         code::{
             EINVAL,
@@ -271,7 +274,7 @@ impl<T: AsBytes + FromBytes> Coherent<T> {
     ///
     /// - `EINVAL` if `T` is zero-sized or aligned beyond a page.
     /// - `ENOMEM` if the memory cannot be had.
-    pub fn zeroed(_dev: &Device, _gfp_flags: Flags) -> Result<Self> {
+    pub fn zeroed(_dev: &Device<Bound>, _gfp_flags: Flags) -> Result<Self> {
         let ptr = alloc_zeroed(size_of::<T>(), align_of::<T>())?;
         Ok(Self::owned(ptr.cast()))
     }
@@ -285,7 +288,7 @@ impl<T: AsBytes + FromBytes> Coherent<[T]> {
     /// - `EINVAL` if `len` is zero, `T` is zero-sized or aligned beyond a page.
     /// - `EOVERFLOW` if the size overflows.
     /// - `ENOMEM` if the memory cannot be had.
-    pub fn zeroed_slice(_dev: &Device, len: usize, _gfp_flags: Flags) -> Result<Self> {
+    pub fn zeroed_slice(_dev: &Device<Bound>, len: usize, _gfp_flags: Flags) -> Result<Self> {
         let size = size_of::<T>().checked_mul(len).ok_or(EOVERFLOW)?;
         let ptr = alloc_zeroed(size, align_of::<T>())?;
         Ok(Self::owned(NonNull::slice_from_raw_parts(
@@ -331,7 +334,7 @@ impl<T: AsBytes + FromBytes> CoherentBox<T> {
     /// # Errors
     ///
     /// As [`Coherent::zeroed`].
-    pub fn zeroed(dev: &Device, gfp_flags: Flags) -> Result<Self> {
+    pub fn zeroed(dev: &Device<Bound>, gfp_flags: Flags) -> Result<Self> {
         Ok(Self(Coherent::zeroed(dev, gfp_flags)?))
     }
 }
@@ -342,7 +345,7 @@ impl<T: AsBytes + FromBytes> CoherentBox<[T]> {
     /// # Errors
     ///
     /// As [`Coherent::zeroed_slice`].
-    pub fn zeroed_slice(dev: &Device, len: usize, gfp_flags: Flags) -> Result<Self> {
+    pub fn zeroed_slice(dev: &Device<Bound>, len: usize, gfp_flags: Flags) -> Result<Self> {
         Ok(Self(Coherent::zeroed_slice(dev, len, gfp_flags)?))
     }
 }

@@ -7,7 +7,10 @@
 //! - [`kunit`]: the KTAP runner for the suites.
 //! - [`device`]: the simulated device the driver binds to.
 
-use crate::device::Device;
+use crate::device::{
+    Bound,
+    Device, //
+};
 
 pub mod kunit;
 
@@ -54,7 +57,7 @@ pub(crate) mod env {
 }
 
 /// The simulated device the driver binds to on the host.
-pub fn device() -> &'static Device {
-    static DEV: Device = Device::new("vgsp-host");
+pub fn device() -> &'static Device<Bound> {
+    static DEV: Device<Bound> = Device::new("vgsp-host");
     &DEV
 }

@@ -26,15 +26,21 @@
 //! the build for an offset it cannot prove inside the region (`read32`, `write32`, ...),
 //! this crate, which has no `build_assert!`, panics when the access runs. `copy_read` and
 //! `copy_write` take this crate's `transmute` traits where 7.3 takes zerocopy's. 7.3's
-//! `SysMem`, `IoSysMap`, `register!` and `LocatedRegister` are not here.
+//! `SysMem` and `IoSysMap` are not here; [`register!`] is a subset of 7.3's (fixed-offset
+//! registers only, see [`mod@register`]).
 
 pub mod poll;
+pub mod register;
+
+pub use crate::register;
 
 use core::{
     marker::PhantomData,
     mem::MaybeUninit,
     ptr::NonNull, //
 };
+
+use register::LocatedRegister;
 
 use crate::{
     error::{
@@ -341,30 +347,26 @@ fn view_at<'a, IO: Io<'a>, U>(
 ///
 /// # Panics
 ///
-/// If the `U` at `offset` does not fit in the type's least size (Linux fails the build).
+/// If the `U` at `offset` does not fit in the type's least size (Linux fails the build),
+/// or is misaligned.
 #[track_caller]
 #[inline(always)]
 fn view_at_fixed<'a, IO: Io<'a>, U>(
     io: IO,
     offset: usize,
 ) -> <IO::Backend as IoBackend>::View<'a, U> {
-    const {
-        assert!(
-            align_of::<U>() <= IO::Target::MIN_ALIGN.as_usize(),
-            "the access is aligned beyond the region"
-        );
-    }
+    let view = io.as_view();
+    let base = IO::Backend::as_ptr(view);
     // PANIC: register offsets are driver constants; a bad one is a driver bug, which 7.3
-    // catches at build time.
+    // catches at build time. The alignment is checked on the address: a region is only
+    // known to be 4-byte aligned, and a 64-bit access is allowed where it lands aligned.
     assert!(
-        offset_fits::<U>(0, offset, IO::Target::MIN_SIZE),
+        offset_fits::<U>(base.addr(), offset, IO::Target::MIN_SIZE),
         "I/O access at {offset:#x} outside the region's {:#x} bytes",
         IO::Target::MIN_SIZE
     );
-    let view = io.as_view();
-    let base = IO::Backend::as_ptr(view);
-    // SAFETY: the `U` at `offset` lies inside the region's least size, and is aligned
-    // since the region is at least as aligned as `U` (both checked above).
+    // SAFETY: the `U` at `offset` lies inside the region's least size and is aligned
+    // (both checked above).
     unsafe { IO::Backend::project_view(view, base.cast::<U>().wrapping_byte_add(offset)) }
 }
 
@@ -693,6 +695,23 @@ pub trait Io<'a>: IoBase<'a> {
         Ok(())
     }
 
+    /// Writes the register value `value` where its type says it lives (the value of a
+    /// [`register!`] type).
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if the register lies outside the view or is unaligned.
+    #[inline(always)]
+    fn try_write_reg<T, L, V>(self, value: V) -> Result
+    where
+        L: IoLoc<Self::Target, T>,
+        V: LocatedRegister<Self::Target, Location = L, Value = T>,
+        Self::Backend: IoCapable<L::IoType>,
+    {
+        let (location, value) = value.into_io_op();
+        self.try_write(location, value)
+    }
+
     /// Reads the value at `location`, hands it to `f` and writes back what `f` returns.
     ///
     /// # Errors
@@ -740,6 +759,24 @@ pub trait Io<'a>: IoBase<'a> {
     {
         let view = view_at_fixed::<Self, L::IoType>(self, location.offset());
         Self::Backend::io_write(view, value.into());
+    }
+
+    /// Writes the register value `value` where its type says it lives (the value of a
+    /// [`register!`] type): `io.write_reg(REG::zeroed().with_field(1u32))`.
+    ///
+    /// # Panics
+    ///
+    /// As [`Io::read`].
+    #[track_caller]
+    #[inline(always)]
+    fn write_reg<T, L, V>(self, value: V)
+    where
+        L: IoLoc<Self::Target, T>,
+        V: LocatedRegister<Self::Target, Location = L, Value = T>,
+        Self::Backend: IoCapable<L::IoType>,
+    {
+        let (location, value) = value.into_io_op();
+        self.write(location, value)
     }
 
     /// Reads the value at the constant `location`, hands it to `f` and writes back what `f`

@@ -29,7 +29,10 @@ use std::{
 
 use crate::{
     alloc::KBox,
-    device::Device,
+    device::{
+        Bound,
+        Device, //
+    },
     error::Result,
     io::{
         Mmio,
@@ -45,7 +48,7 @@ use crate::{
 /// # Errors
 ///
 /// None on the host; the kernel's registers a device and may fail.
-pub fn device() -> Result<&'static Device> {
+pub fn device() -> Result<&'static Device<Bound>> {
     Ok(crate::host::device())
 }
 

@@ -12,11 +12,16 @@ pub mod tests {
         cmdq::SEND_TIMEOUT,
         commands::Echo,
         fw::{
+            self,
+            GspMsgElement,
             MsgFunction,
+            CPUQ_OFFSET,
             MAX_ELEMENT_PAYLOAD,
-            MSGQ_NUM_PAGES, //
+            MSGQ_NUM_PAGES,
+            RPC_HEADER_SIZE, //
         },
     };
+    use zerocopy::IntoBytes;
 
     use crate::fixture::{
         Pair,
@@ -29,7 +34,7 @@ pub mod tests {
         let seq = pair.cmdq.send_command(pair.bar.bar(), &Echo(payload))?;
         pair.gsp_run()?;
         let reply = pair.cmdq.receive_msg(LONG)?;
-        assert_eq!(reply.function(), Ok(MsgFunction::Nop));
+        assert_eq!(reply.function(), Ok(MsgFunction::VgspEcho));
         assert_eq!(reply.sequence, seq);
         assert_eq!(reply.rpc_result, 0);
         assert!(reply.payload[..] == *payload);
@@ -136,9 +141,45 @@ pub mod tests {
     }
 
     #[test]
+    fn split_command_heads_carry_their_own_chunk_length() -> Result {
+        let mut pair = Pair::new()?;
+        let payload = Pair::pattern(2 * MAX_ELEMENT_PAYLOAD + 1000, 42)?;
+        let seq = pair.cmdq.send_command(pair.bar.bar(), &Echo(&payload))?;
+        let view = pair.view();
+        let element = |slot: u32| -> Result<GspMsgElement> {
+            let mut h = GspMsgElement::default();
+            view.read_bytes(CPUQ_OFFSET + fw::slot_offset(slot), h.as_mut_bytes())?;
+            Ok(h)
+        };
+        let (head, cont, last) = (element(0)?, element(16)?, element(32)?);
+        // Upstream's and nouveau's `rpc.length`: the RPC header and the element's own
+        // chunk, the head's too; the echo's header gives the whole length.
+        assert_eq!(
+            head.rpc.length as usize,
+            RPC_HEADER_SIZE + MAX_ELEMENT_PAYLOAD
+        );
+        assert_eq!(
+            cont.rpc.length as usize,
+            RPC_HEADER_SIZE + MAX_ELEMENT_PAYLOAD
+        );
+        assert_eq!(last.rpc.length as usize, RPC_HEADER_SIZE + 1000 + 8);
+        assert_eq!(head.rpc.function, u32::from(MsgFunction::VgspEcho));
+        assert_eq!(
+            cont.rpc.function,
+            u32::from(MsgFunction::ContinuationRecord)
+        );
+        assert_eq!(
+            (head.rpc.sequence, cont.rpc.sequence, last.rpc.sequence),
+            (seq, seq, seq)
+        );
+        Ok(())
+    }
+
+    #[test]
     fn exactly_one_full_element_needs_no_continuation() -> Result {
         let mut pair = Pair::new()?;
-        let payload = Pair::pattern(MAX_ELEMENT_PAYLOAD, 3)?;
+        // The echo's 8-byte header and the bytes fill the element exactly.
+        let payload = Pair::pattern(MAX_ELEMENT_PAYLOAD - 8, 3)?;
         round_trip(&mut pair, &payload)?;
         assert_eq!(pair.gsp.stats.elements_in, 1);
         assert_eq!(pair.cmdq.cpu_ptrs(), (16, 16));
@@ -157,7 +198,7 @@ pub mod tests {
             let reply = pair.cmdq.receive_msg(LONG)?;
             assert_eq!(
                 (reply.function(), reply.sequence),
-                (Ok(MsgFunction::Nop), seq)
+                (Ok(MsgFunction::VgspEcho), seq)
             );
             if i % 2 == 1 {
                 let event = pair.cmdq.receive_msg(LONG)?;

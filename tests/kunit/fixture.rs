@@ -14,7 +14,10 @@ use kernel::{
     vdev::SimBar, //
 };
 use nova_core::gsp::{
-    cmdq::Cmdq,
+    cmdq::{
+        Cmdq,
+        CommandToGsp, //
+    },
     fw::GspMem,
     regs::{
         Bar0,
@@ -51,6 +54,18 @@ impl TestBar {
     pub fn read(&self, offset: usize) -> u32 {
         self.bar().relaxed().read32(offset)
     }
+}
+
+/// Returns the payload `cmd` puts on the wire: its fixed part, then its variable payload.
+///
+/// # Errors
+///
+/// - `ENOMEM` if the bytes cannot be had.
+pub fn wire_payload<C: CommandToGsp>(cmd: &C) -> Result<KVec<u8>> {
+    let mut bytes = KVec::with_capacity(cmd.size(), GFP_KERNEL)?;
+    bytes.extend_from_slice(zerocopy::IntoBytes::as_bytes(&cmd.init()), GFP_KERNEL)?;
+    bytes.extend_from_slice(cmd.variable_payload(), GFP_KERNEL)?;
+    Ok(bytes)
 }
 
 /// Returns the GSP's view of the driver's shared memory, unbounded by a borrow so the

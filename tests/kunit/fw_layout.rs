@@ -211,9 +211,7 @@ pub mod tests {
 
     #[test]
     fn static_info_command_is_a_zeroed_structure_of_its_size() {
-        use nova_core::gsp::cmdq::CommandToGsp;
-        let cmd = GetGspStaticInfo::new();
-        let payload = cmd.payload();
+        let payload = crate::fixture::wire_payload(&GetGspStaticInfo::new()).unwrap();
         assert_eq!(payload.len(), 0x678);
         assert!(payload.iter().all(|&b| b == 0));
     }
@@ -306,6 +304,29 @@ pub mod tests {
             checksum(&[1, 2, 3, 4, 5, 6, 7, 8, 9]),
             checksum(&[1, 2, 3, 4, 5, 6, 7, 8]) ^ 9
         );
+    }
+
+    #[test]
+    fn checksum_of_pieces_at_their_offsets_is_the_whole_sum() {
+        let bytes: [u8; 29] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5a);
+        let whole = checksum(&bytes);
+        for split in 0..=bytes.len() {
+            let mut sum = Checksum::default();
+            sum.update_at(0, &bytes[..split]);
+            sum.update_at(split, &bytes[split..]);
+            assert_eq!(sum.fold(), whole, "split at {split}");
+        }
+    }
+
+    #[test]
+    fn sealing_in_pieces_seals_as_one_chunk() {
+        let payload = [0x3cu8; 45];
+        let mut one =
+            GspMsgElement::new(1, MsgFunction::Nop.into(), 2, payload.len(), payload.len());
+        let mut pieces = one;
+        one.seal(&payload);
+        pieces.seal_pieces(&[(0, &payload[..13]), (13, &payload[13..])]);
+        assert_eq!(pieces.check_sum, one.check_sum);
     }
 
     #[test]

@@ -67,7 +67,10 @@ pub mod tests {
     use kernel::prelude::*;
     use nova_core::gsp::{
         cmdq::GspMessage,
-        commands::Echo,
+        commands::{
+            Echo,
+            EchoHeader, //
+        },
         fw::{
             self,
             MsgFunction, //
@@ -124,7 +127,7 @@ pub mod tests {
         };
         found.slots += u64::from(reply.elem_count);
         found.split += u64::from(reply.elem_count > fw::MAX_ELEMENT_PAGES);
-        if reply.function() != Ok(MsgFunction::Nop)
+        if reply.function() != Ok(MsgFunction::VgspEcho)
             || reply.sequence != seq
             || reply.rpc_result != 0
             || reply.payload[..] != *payload
@@ -171,8 +174,10 @@ pub mod tests {
         assert_eq!(stats.replies, 1 + u64::from(ECHOES));
         assert_eq!(stats.events, BRING_UP_EVENTS + stats.commands / LOG_EVERY);
 
-        // Each echo and its reply take the same elements and slots, each way. Bring-up's
-        // commands and messages are one element each.
+        // An echo command carries the 8-byte echo header and the bytes, its reply the bytes
+        // alone. Bring-up's commands and messages are one element each.
+        let header = core::mem::size_of::<EchoHeader>();
+        let sent = WireCost::of(mixed_sizes().take(ECHOES as usize).map(|len| header + len));
         let want = WireCost::of(mixed_sizes().take(ECHOES as usize));
         // The workload splits what it says it splits: every `SPLIT_EVERY`th echo, into
         // a head and two continuation records.
@@ -181,8 +186,8 @@ pub mod tests {
             want.continuations,
             want.split * (fw::element_count_for_rpc(SPLIT_LEN) as u64 - 1)
         );
-        assert_eq!(stats.elements_in, BRING_UP_COMMANDS + want.elements);
-        assert_eq!(stats.continuations_in, want.continuations);
+        assert_eq!(stats.elements_in, BRING_UP_COMMANDS + sent.elements);
+        assert_eq!(stats.continuations_in, sent.continuations);
         assert_eq!(stats.continuations_out, want.continuations);
         assert_eq!(found.split, want.split);
         assert_eq!(found.slots, want.slots);

@@ -9,6 +9,7 @@ use core::sync::atomic::{
 };
 
 use kernel::{
+    io::register::Register,
     prelude::*,
     time::{
         delay::fsleep,
@@ -127,14 +128,24 @@ pub fn with_firmware<R, S: Send>(
             Ok(())
         },
         || {
-            let r = f(&mut gsp, bar.io(), &bar);
-            // ORDERING: `Release` pairs with the `Acquire` load in `serve` (or the
-            // firmware's own loop); the kick after it wakes the GSP if it sleeps on the
-            // doorbell.
-            stop.store(true, Ordering::Release);
-            bar.kick();
-            r
+            // Stops the GSP when `f` returns, and also when it panics on the host (which
+            // unwinds), so a failed host assertion fails the test instead of leaving it
+            // waiting for a GSP that never stops.
+            let _stop = StopGsp(&stop, &bar);
+            f(&mut gsp, bar.io(), &bar)
         },
     );
     Ok((r, ran.and_then(|()| out.unwrap_or(Err(EINVAL)))))
+}
+
+/// Tells the GSP thread to stop when dropped.
+struct StopGsp<'a>(&'a AtomicBool, &'a SimBar<BAR0_SIZE>);
+
+impl Drop for StopGsp<'_> {
+    fn drop(&mut self) {
+        // ORDERING: `Release` pairs with the `Acquire` load in `serve` (or the firmware's
+        // own loop); the kick after it wakes the GSP if it sleeps on the doorbell.
+        self.0.store(true, Ordering::Release);
+        self.1.kick();
+    }
 }

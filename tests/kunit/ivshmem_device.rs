@@ -134,7 +134,7 @@ pub mod tests {
             }
             found.events += 1;
         };
-        if reply.function() != Ok(MsgFunction::Nop)
+        if reply.function() != Ok(MsgFunction::VgspEcho)
             || reply.sequence != seq
             || reply.rpc_result != 0
             || reply.payload[..] != *payload
@@ -232,7 +232,7 @@ pub mod tests {
             let payload = Pair::pattern(fw::MAX_ELEMENT_PAYLOAD + 1, 3)?;
             let seq = gsp.cmdq.send_command(&bell, &Echo(&payload))?;
             let reply = gsp.cmdq.receive_msg(REPLY_TIMEOUT)?;
-            let equal = reply.function() == Ok(MsgFunction::Nop)
+            let equal = reply.function() == Ok(MsgFunction::VgspEcho)
                 && reply.sequence == seq
                 && reply.payload[..] == payload[..];
             Ok((reply.elem_count, equal))

@@ -10,11 +10,9 @@ use kernel::prelude::*;
 pub mod tests {
     use kernel::prelude::*;
     use nova_core::gsp::{
-        cmdq::{
-            CommandToGsp,
-            MessageFromGsp, //
-        },
+        cmdq::MessageFromGsp,
         commands::{
+            EchoHeader,
             GetGspStaticInfo,
             GspInitDone,
             GspSetSystemInfo,
@@ -38,6 +36,7 @@ pub mod tests {
     use zerocopy::IntoBytes;
 
     use crate::fixture::{
+        wire_payload,
         Pair,
         LONG, //
     };
@@ -225,7 +224,7 @@ pub mod tests {
     #[test]
     fn registry_table_is_packed_as_r570() -> Result {
         let reg = SetRegistry::new(&[("A", 5), ("BC", 6)])?;
-        let p = reg.payload();
+        let p = wire_payload(&reg)?;
         // Header 8, two entries of 16, then "A\0BC\0".
         assert_eq!(p.len(), 8 + 32 + 5);
         assert_eq!(&p[0..4], &(45u32).to_le_bytes());
@@ -242,7 +241,7 @@ pub mod tests {
     #[test]
     fn registry_numbers_have_length_zero_as_upstream() -> Result {
         let reg = SetRegistry::new(&[("A", 5), ("BC", 6)])?;
-        let p = reg.payload();
+        let p = wire_payload(&reg)?;
         assert_eq!(p[12], RegistryEntryType::Dword as u8);
         assert_eq!(&p[20..24], &0u32.to_le_bytes());
         assert_eq!(p[28], RegistryEntryType::Dword as u8);
@@ -304,6 +303,98 @@ pub mod tests {
         let view = pair.view();
         view.write_bytes(CPUQ_OFFSET + fw::slot_offset(0), &element)?;
         view.write32(CPUQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 1)?;
+        Ok(())
+    }
+
+    /// Writes a command element of `function` whose `rpc.length` announces `announced`
+    /// payload bytes, carrying `payload`, at the start of `cpuq` and publishes its slots.
+    fn post_raw_head(
+        pair: &Pair,
+        function: MsgFunction,
+        payload: &[u8],
+        announced: usize,
+    ) -> Result {
+        let mut h = GspMsgElement::new(0, function.into(), 9, payload.len(), announced);
+        h.seal(payload);
+        let mut element = KVec::new();
+        element.extend_from_slice(h.as_bytes(), GFP_KERNEL)?;
+        element.extend_from_slice(payload, GFP_KERNEL)?;
+        let view = pair.view();
+        view.write_bytes(CPUQ_OFFSET + fw::slot_offset(0), &element)?;
+        view.write32(CPUQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, h.elem_count)?;
+        Ok(())
+    }
+
+    /// An echo's payload: its header announcing `length` bytes, then `bytes`.
+    fn echo_payload(length: u32, bytes: &[u8]) -> Result<KVec<u8>> {
+        let mut payload = KVec::new();
+        payload.extend_from_slice(
+            EchoHeader {
+                length,
+                reserved: 0,
+            }
+            .as_bytes(),
+            GFP_KERNEL,
+        )?;
+        payload.extend_from_slice(bytes, GFP_KERNEL)?;
+        Ok(payload)
+    }
+
+    /// Runs the GSP and returns the `rpc_result` of its answer to the echo just posted.
+    fn echo_answer(pair: &mut Pair) -> Result<u32> {
+        pair.gsp_run()?;
+        let reply = pair.cmdq.receive_msg(LONG)?;
+        assert_eq!(reply.function(), Ok(MsgFunction::VgspEcho));
+        Ok(reply.rpc_result)
+    }
+
+    #[test]
+    fn gsp_answers_an_echo_whose_header_gives_its_length() -> Result {
+        let mut pair = Pair::new()?;
+        let payload = echo_payload(4, b"abcd")?;
+        post_raw_head(&pair, MsgFunction::VgspEcho, &payload, payload.len())?;
+        assert_eq!(echo_answer(&mut pair)?, fw::NV_OK);
+        assert_eq!(pair.gsp.stats.malformed, 0);
+        Ok(())
+    }
+
+    #[test]
+    fn gsp_refuses_a_command_head_announcing_more_than_its_own_chunk() -> Result {
+        let mut pair = Pair::new()?;
+        // A full head whose `rpc.length` counts the whole command, as this driver used to
+        // send it: the firmware expects the head's own chunk there.
+        let bytes = Pair::pattern(fw::MAX_ELEMENT_PAYLOAD - 8, 5)?;
+        let payload = echo_payload(fw::MAX_ELEMENT_PAYLOAD as u32, &bytes)?;
+        post_raw_head(&pair, MsgFunction::VgspEcho, &payload, payload.len() + 8)?;
+        assert_eq!(echo_answer(&mut pair)?, fw::NV_ERR_INVALID_ARGUMENT);
+        assert_eq!(pair.gsp.stats.malformed, 1);
+        Ok(())
+    }
+
+    #[test]
+    fn gsp_refuses_an_echo_shorter_than_its_header_says() -> Result {
+        let mut pair = Pair::new()?;
+        // Not a full element, so no continuation record can bring the rest.
+        let payload = echo_payload(10, b"abcd")?;
+        post_raw_head(&pair, MsgFunction::VgspEcho, &payload, payload.len())?;
+        assert_eq!(echo_answer(&mut pair)?, fw::NV_ERR_INVALID_ARGUMENT);
+        Ok(())
+    }
+
+    #[test]
+    fn gsp_refuses_an_echo_longer_than_its_header_says() -> Result {
+        let mut pair = Pair::new()?;
+        let payload = echo_payload(2, b"abcd")?;
+        post_raw_head(&pair, MsgFunction::VgspEcho, &payload, payload.len())?;
+        assert_eq!(echo_answer(&mut pair)?, fw::NV_ERR_INVALID_ARGUMENT);
+        Ok(())
+    }
+
+    #[test]
+    fn gsp_refuses_an_echo_without_its_header() -> Result {
+        let mut pair = Pair::new()?;
+        post_raw_head(&pair, MsgFunction::VgspEcho, b"abc", 3)?;
+        assert_eq!(echo_answer(&mut pair)?, fw::NV_ERR_INVALID_ARGUMENT);
         Ok(())
     }
 

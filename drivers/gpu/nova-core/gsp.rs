@@ -9,7 +9,10 @@ pub mod fw;
 pub mod regs;
 
 use kernel::{
-    device::Device,
+    device::{
+        Bound,
+        Device, //
+    },
     dma::Coherent,
     prelude::*,
     time::Delta, //
@@ -63,7 +66,7 @@ impl Gsp {
     /// # Errors
     ///
     /// - `ENOMEM` if the memory cannot be had.
-    pub fn new(dev: &Device) -> Result<Self> {
+    pub fn new(dev: &Device<Bound>) -> Result<Self> {
         Ok(Self {
             cmdq: Cmdq::new(dev)?,
             log_lines: 0,
@@ -90,7 +93,7 @@ impl Gsp {
             C::FUNCTION.name(),
             u32::from(C::FUNCTION),
             seq,
-            cmd.payload().len()
+            cmd.size()
         );
         Ok(seq)
     }

@@ -5,9 +5,10 @@
 //! Here the GSP is a process on the host, a peer of the device, with its own view of the
 //! memory:
 //!
-//! - BAR0 holds the device's registers; writing [`IVSHMEM_DOORBELL`] with the GSP's peer
-//!   id interrupts it. That write is this device's [`Doorbell`] ([`PeerDoorbell`]), where
-//!   a GPU has `NV_PGSP_QUEUE_HEAD`.
+//! - BAR0 holds the device's registers; writing
+//!   [`IVSHMEM_DOORBELL`](struct@IVSHMEM_DOORBELL) with the GSP's peer id interrupts it.
+//!   That write is this device's [`Doorbell`] ([`PeerDoorbell`]), where a GPU has
+//!   `NV_PGSP_QUEUE_HEAD`.
 //! - BAR2 is the shared memory: [`GspMem`] at offset 0 (the GSP sees it at bus address
 //!   0), and the attach mailbox in the last page.
 //! - The GSP raises MSI-X vector 0 after posting a message; the driver sleeps on it
@@ -33,6 +34,8 @@ use bitfield_struct::bitfield;
 use kernel::{
     dma::Coherent,
     io::{
+        register,
+        register::Register,
         Io,
         Mmio,
         Region, //
@@ -77,52 +80,36 @@ pub const IVSHMEM_INTR_MASK_OFFSET: usize = 0x00;
 /// `IntrStatus`: unused with MSI-X.
 pub const IVSHMEM_INTR_STATUS_OFFSET: usize = 0x04;
 
-/// `IVPosition`: our own peer id, read-only.
-#[bitfield(u32)]
-#[expect(non_camel_case_types, reason = "register names follow the hardware's")]
-pub struct IVSHMEM_IV_POSITION {
-    /// The peer id the server gave this device.
-    pub peer: u16,
-    /// Set when the device has no peer id (not connected): the register reads -1.
-    pub invalid: u16,
+register! {
+    /// `IVPosition`: our own peer id, read-only.
+    pub IVSHMEM_IV_POSITION(u32) @ 0x08 {
+        /// Set when the device has no peer id (not connected): the register reads -1.
+        31:16 invalid;
+        /// The peer id the server gave this device.
+        15:0 peer;
+    }
+
+    /// `Doorbell`: writing it interrupts vector `vector` of peer `peer`.
+    pub IVSHMEM_DOORBELL(u32) @ 0x0c {
+        /// The peer to interrupt.
+        31:16 peer;
+        /// The vector of the peer to interrupt.
+        15:0 vector;
+    }
 }
 
 impl IVSHMEM_IV_POSITION {
-    /// The register's offset in BAR0.
-    pub const OFFSET: usize = 0x08;
-
-    /// Reads our peer id.
+    /// Returns our peer id.
     ///
     /// # Errors
     ///
     /// - `ENODEV` if the device has no peer id (it is not connected to a server).
-    pub fn read(regs: &IvshmemRegs<'_>) -> Result<u16> {
-        let reg = Self::from_bits(regs.read32(Self::OFFSET));
-        if reg.invalid() != 0 {
+    pub fn peer_id(self) -> Result<u16> {
+        if self.invalid() != 0 {
             return Err(ENODEV);
         }
-        Ok(reg.peer())
-    }
-}
-
-/// `Doorbell`: writing it interrupts vector `vector` of peer `peer`.
-#[bitfield(u32)]
-#[expect(non_camel_case_types, reason = "register names follow the hardware's")]
-pub struct IVSHMEM_DOORBELL {
-    /// The vector of the peer to interrupt.
-    pub vector: u16,
-    /// The peer to interrupt.
-    pub peer: u16,
-}
-
-impl IVSHMEM_DOORBELL {
-    /// The register's offset in BAR0.
-    pub const OFFSET: usize = 0x0c;
-
-    /// Writes the register, ordered after the caller's earlier writes to the shared
-    /// memory ([`Io::write32`] is `writel`).
-    pub fn write(self, regs: &IvshmemRegs<'_>) {
-        regs.write32(self.into_bits(), Self::OFFSET);
+        // CAST: `peer` is a 16-bit field.
+        Ok(self.peer() as u16)
     }
 }
 
@@ -181,8 +168,8 @@ pub struct DriverAttach {
     pub peer: u16,
 }
 
-/// The doorbell of the GSP behind an ivshmem device: [`IVSHMEM_DOORBELL`] with the GSP's
-/// peer id and vector 0.
+/// The doorbell of the GSP behind an ivshmem device:
+/// [`IVSHMEM_DOORBELL`](struct@IVSHMEM_DOORBELL) with the GSP's peer id and vector 0.
 #[derive(Clone, Copy)]
 pub struct PeerDoorbell<'a> {
     regs: &'a IvshmemRegs<'a>,
@@ -191,10 +178,13 @@ pub struct PeerDoorbell<'a> {
 
 impl Doorbell for PeerDoorbell<'_> {
     fn ring(&self) {
-        IVSHMEM_DOORBELL::new()
-            .with_peer(self.peer)
-            .with_vector(0)
-            .write(self.regs);
+        // `Io::write_reg` is `writel`: ordered after the caller's earlier writes to the
+        // shared memory.
+        self.regs.write_reg(
+            IVSHMEM_DOORBELL::zeroed()
+                .with_peer(self.peer)
+                .with_vector(0u32),
+        );
     }
 }
 
@@ -313,7 +303,7 @@ impl<'a> IvshmemGsp<'a> {
     /// - `ENOMEM` if the queues' buffers cannot be had.
     pub fn attach(&mut self, after: Option<u32>, timeout: Delta) -> Result<u32> {
         let attach = self.wait_for_gsp(after, timeout)?;
-        let own_peer = IVSHMEM_IV_POSITION::read(self.regs)?;
+        let own_peer = self.regs.read(IVSHMEM_IV_POSITION).peer_id()?;
         // The old queues go before the memory is taken again.
         self.gsp = None;
         // SAFETY: `shm` is valid and page-aligned for `SHM_SIZE` bytes for `'a` (type

@@ -39,8 +39,10 @@ use kernel::{
 };
 use nova_core::gsp::{
     commands::{
+        self,
         CeCopy,
         ConfigMirror,
+        EchoHeader,
         FbRegion,
         GspInitDone,
         GspSetSystemInfo,
@@ -477,9 +479,27 @@ impl<'a> Vgsp<'a> {
             // A new command arrived while continuations were due: the split one is lost.
             self.stats.malformed += 1;
         }
-        // `validate_header` checked that `rpc.length` covers the RPC header.
-        let total = header.rpc_payload_len().unwrap_or(0);
+        // A command's `rpc.length` covers its own chunk only, the head's too; where a split
+        // command ends, the command itself says.
+        if header.rpc_payload_len() != Some(chunk_len) {
+            return self.reject(header.rpc.function, header.rpc.sequence);
+        }
+        let total =
+            match commands::command_payload_len(header.rpc.function, &self.rx_buf[..chunk_len]) {
+                Ok(Some(total)) if total >= chunk_len && total <= fw::MAX_RPC_PAYLOAD => total,
+                Ok(None) => chunk_len,
+                Ok(Some(_)) | Err(_) => {
+                    return self.reject(header.rpc.function, header.rpc.sequence)
+                }
+            };
+        // Only a full head is followed by continuation records.
+        if total > chunk_len && chunk_len != fw::MAX_ELEMENT_PAYLOAD {
+            return self.reject(header.rpc.function, header.rpc.sequence);
+        }
         if total > chunk_len {
+            if self.rx_buf.len() < total {
+                self.rx_buf.resize(total, 0, GFP_KERNEL)?;
+            }
             self.assembly = Some(Assembly {
                 function: header.rpc.function,
                 sequence: header.rpc.sequence,
@@ -514,8 +534,9 @@ impl<'a> Vgsp<'a> {
             }
             _ => 0,
         };
-        // `validate_header` bounds the RPC by `MAX_RPC_PAYLOAD`.
-        let need = (at + chunk_len).max(header.rpc_payload_len().unwrap_or(0));
+        // A head's whole command is reserved once it is known to be split (below, in
+        // `consume_element`); the buffer only grows.
+        let need = at + chunk_len;
         if self.rx_buf.len() < need {
             self.rx_buf.resize(need, 0, GFP_KERNEL)?;
         }
@@ -555,6 +576,14 @@ impl<'a> Vgsp<'a> {
                 echo.extend_from_slice(payload, GFP_KERNEL)?;
                 self.reply(function, sequence, echo)?;
             }
+            Ok(MsgFunction::VgspEcho) => {
+                // `consume_element` checked that the header's length is the payload's.
+                let bytes = &payload[core::mem::size_of::<EchoHeader>()..];
+                let mut echo = KVec::with_capacity(bytes.len(), GFP_KERNEL)?;
+                echo.extend_from_slice(bytes, GFP_KERNEL)?;
+                self.reply(function, sequence, echo)?;
+            }
+            Ok(MsgFunction::VgspSink) => self.reply(function, sequence, KVec::new())?,
             Ok(MsgFunction::GspSetSystemInfo) => match GspSetSystemInfo::read_from_bytes(payload) {
                 Ok(info) => self.system_info = Some(info),
                 Err(_) => return self.reject(function, sequence),

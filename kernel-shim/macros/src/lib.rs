@@ -10,6 +10,7 @@
 use proc_macro::TokenStream;
 
 mod kunit;
+mod paste;
 
 /// Marks a module as a KUnit suite.
 ///
@@ -30,4 +31,26 @@ mod kunit;
 #[proc_macro_attribute]
 pub fn kunit_tests(attr: TokenStream, item: TokenStream) -> TokenStream {
     kunit::kunit_tests(attr, item)
+}
+
+/// Glues identifiers together: inside `paste! { ... }`, every `[< piece ... >]` becomes
+/// one identifier made of its pieces (identifiers and literals), each optionally followed
+/// by `:upper` or `:lower`.
+///
+/// ```ignore
+/// macro_rules! getter {
+///     ($field:ident) => {
+///         kernel::macros::paste! {
+///             const [<$field:upper _SHIFT>]: u32 = 0;
+///             fn [<get_ $field>](&self) -> u32 { self.$field }
+///         }
+///     };
+/// }
+/// ```
+///
+/// Host only: a kernel tree's `macros` crate has its own `paste!`, with the same syntax
+/// for what the `kernel` crate's macros use.
+#[proc_macro]
+pub fn paste(input: TokenStream) -> TokenStream {
+    paste::paste(input)
 }

@@ -6,8 +6,8 @@
 //!
 //! `valgrind --tool=callgrind target/release/examples/turns LEN COUNT [echo]` sends COUNT
 //! commands of LEN payload bytes (at most one ring's worth, 252 KiB less the headers):
-//! `UNLOADING_GUEST_DRIVER`, which the GSP consumes and answers with an empty reply, or
-//! with `echo` an `Echo` answered with the same payload; the driver receives each reply
+//! `VGSP_SINK`, which the GSP consumes and answers with an empty reply, or with `echo` a
+//! `VGSP_ECHO` answered with the same payload; the driver receives each reply
 //! before it sends the next command. `callgrind_annotate` then gives the instructions
 //! of each function; divide by COUNT for a command.
 
@@ -18,8 +18,11 @@ use kernel::{
     time::Delta, //
 };
 use nova_core::gsp::{
-    cmdq::SEND_TIMEOUT,
-    fw::MsgFunction, //
+    commands::{
+        Echo,
+        Sink, //
+    },
+    fw::MsgFunction,
 };
 use vgsp_kunit::fixture::Pair;
 
@@ -28,13 +31,15 @@ fn turns(len: usize, count: usize, echo: bool) -> Result {
     let mut pair = Pair::new()?;
     let payload = Pair::pattern(len, 7)?;
     let func = if echo {
-        MsgFunction::Nop
+        MsgFunction::VgspEcho
     } else {
-        MsgFunction::UnloadingGuestDriver
+        MsgFunction::VgspSink
     };
     for _ in 0..count {
-        pair.cmdq
-            .send_rpc(pair.bar.bar(), func, &payload, SEND_TIMEOUT)?;
+        match echo {
+            true => pair.cmdq.send_command(pair.bar.bar(), &Echo(&payload))?,
+            false => pair.cmdq.send_command(pair.bar.bar(), &Sink(&payload))?,
+        };
         pair.gsp_run()?;
         let reply = pair.cmdq.receive_msg(Delta::ZERO)?;
         if reply.function() != Ok(func) || reply.payload.len() != if echo { len } else { 0 } {

@@ -88,7 +88,7 @@
 //!   throughput (MB/s of payload, and messages a second). The driver sends commands of
 //!   that payload as fast as the ring takes them and drains the replies whenever one is
 //!   waiting; the GSP busy-polls. The command is [`queue::SINK_FUNCTION`]
-//!   (`UNLOADING_GUEST_DRIVER`), which the virtual GSP consumes whole (every element
+//!   (`VGSP_SINK`: an 8-byte header giving the length, then the bytes), which the virtual GSP consumes whole (every element
 //!   copied out, checksummed, reassembled) and answers with an empty reply of one slot,
 //!   so the reverse direction carries 80 bytes a command, not an echo. The clock runs
 //!   from the first command to the last reply. A 64 KiB payload does not fit one element

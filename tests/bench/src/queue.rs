@@ -20,6 +20,7 @@ use std::{
 };
 
 use kernel::{
+    io::register::Register,
     prelude::*,
     time::Delta,
     vdev::SimBar, //
@@ -27,10 +28,12 @@ use kernel::{
 use nova_core::gsp::{
     cmdq::{
         Cmdq,
-        MsgqSignal,
-        SEND_TIMEOUT, //
+        MsgqSignal, //
     },
-    commands::Echo,
+    commands::{
+        Echo,
+        Sink, //
+    },
     fw::{
         self,
         MsgFunction,
@@ -62,9 +65,9 @@ use crate::{
     Config, Sample,
 };
 
-/// The function of the one-way throughput's commands: `UNLOADING_GUEST_DRIVER`, which the
-/// virtual GSP consumes whole, whatever its payload, and answers with an empty reply.
-pub const SINK_FUNCTION: MsgFunction = MsgFunction::UnloadingGuestDriver;
+/// The function of the one-way throughput's commands: `VGSP_SINK` ([`Sink`]), which the
+/// virtual GSP consumes whole, whatever its length, and answers with an empty reply.
+pub const SINK_FUNCTION: MsgFunction = MsgFunction::VgspSink;
 /// The payload of the round-trip echo.
 const ECHO_PAYLOAD: [u8; 8] = *b"vgsp-rt!";
 /// How long the driver waits for a reply it expects.
@@ -230,7 +233,7 @@ fn with_pair<R: Send>(
 fn echo(cmdq: &mut Cmdq, bar: &Bar0<'_>) -> Result {
     let seq = cmdq.send_command(bar, &Echo(&ECHO_PAYLOAD))?;
     let reply = cmdq.receive_msg(REPLY_TIMEOUT)?;
-    if reply.function() != Ok(MsgFunction::Nop)
+    if reply.function() != Ok(MsgFunction::VgspEcho)
         || reply.sequence != seq
         || reply.rpc_result != fw::NV_OK
         || reply.payload[..] != ECHO_PAYLOAD[..]
@@ -319,7 +322,7 @@ pub fn command_stream(cfg: &Config, bar: &SimBar<BAR0_SIZE>, len: usize) -> Resu
         let mut payload = std::vec![0u8; len];
         fill_pattern(&mut payload, 4);
         let send_and_drain = |cmdq: &mut Cmdq, sent: &mut usize, received: &mut usize| {
-            cmdq.send_rpc(bar, SINK_FUNCTION, &payload, SEND_TIMEOUT)?;
+            cmdq.send_command(bar, &Sink(&payload))?;
             *sent += 1;
             while sink_reply(cmdq, Delta::ZERO)? {
                 *received += 1;

@@ -109,7 +109,7 @@ fn run(cmdq: &mut Cmdq, data: &[u8]) {
     let mem = cmdq.gsp_mem();
     // SAFETY: The allocation is `size()` bytes, page aligned, and lives in a thread-local
     // for the whole process; the scribbler is idle again before this run returns.
-    let view = unsafe { DmaView::from_raw_parts(mem.start_ptr().cast_mut().cast(), mem.size()) };
+    let view = unsafe { DmaView::from_raw_parts(mem.as_mut_ptr().cast(), mem.size()) };
     let Ok(mut gsp) = Vgsp::new(view) else {
         return;
     };

@@ -22,6 +22,7 @@ use kernel::{
     time::Delta, //
 };
 use nova_core::gsp::{
+    cmdq::CommandToGsp as _,
     commands::{
         Echo,
         UnloadingGuestDriver, //
@@ -52,10 +53,10 @@ fn bring_up() -> Result {
             let reply = gsp.cmdq.receive_msg(Delta::from_secs(5))?;
             let ok = reply.sequence == seq && reply.payload[..] == payload[..];
             pr_info!(
-                "gsp: -> NOP echo sequence={} len={} elements={}; <- seq={} len={} slots={} result={} {}\n",
+                "gsp: -> VGSP_ECHO sequence={} len={} elements={}; <- seq={} len={} slots={} result={} {}\n",
                 seq,
                 len,
-                fw::element_count_for_rpc(len),
+                fw::element_count_for_rpc(Echo(&payload).size()),
                 reply.seq_num,
                 reply.payload.len(),
                 reply.elem_count,

@@ -8,6 +8,7 @@
 
 use kernel::time::Delta;
 use nova_core::gsp::{
+    cmdq::CommandToGsp as _,
     commands::Echo,
     fw::{
         self,
@@ -77,7 +78,8 @@ fn hundred_thousand_mixed_commands_round_trip_in_order() {
                 .send_command(bar, &Echo(&payload[..len]))
                 .expect("send");
             assert_eq!(seq as u64, i, "RPC sequence numbers are consecutive");
-            elements_sent += fw::element_count_for_rpc(len) as u64;
+            // The command carries the echo's 8-byte header too.
+            elements_sent += fw::element_count_for_rpc(Echo(&payload[..len]).size()) as u64;
             sizes[fw::element_count_for_rpc(len).min(3) - 1] += 1;
             loop {
                 let msg = gsp.cmdq.receive_msg(Delta::from_secs(5)).expect("receive");
@@ -88,7 +90,7 @@ fn hundred_thousand_mixed_commands_round_trip_in_order() {
                     assert_eq!(msg.payload[..], *want.as_bytes(), "event stream in order");
                     continue;
                 }
-                assert_eq!(msg.function(), Ok(MsgFunction::Nop));
+                assert_eq!(msg.function(), Ok(MsgFunction::VgspEcho));
                 assert_eq!(msg.rpc_result, 0);
                 assert_eq!(msg.sequence, seq, "reply to command {i} out of order");
                 assert_eq!(msg.payload.len(), len, "reply {i} length");

@@ -39,6 +39,7 @@ use std::{
 use kernel::{
     error::code::ETIMEDOUT,
     io::{
+        register::Register,
         Mmio,
         MmioRaw,
         MmioWriteObserver,
@@ -47,6 +48,7 @@ use kernel::{
     time::Delta,
 };
 use nova_core::{
+    gsp::cmdq::CommandToGsp as _,
     gsp::{
         cmdq::MsgqSignal,
         commands::Echo,
@@ -125,9 +127,14 @@ struct QemuDoorbell(Arc<Mutex<Peer>>);
 impl MmioWriteObserver for QemuDoorbell {
     fn written(&self, offset: usize, value: u32) {
         if offset == IVSHMEM_DOORBELL::OFFSET {
-            let bell = IVSHMEM_DOORBELL::from_bits(value);
+            let bell = IVSHMEM_DOORBELL::from_raw(value);
             // A departed peer's doorbell rings no one, as in QEMU.
-            let _ = self.0.lock().unwrap().notify(bell.peer(), bell.vector());
+            // CAST: both are 16-bit fields.
+            let _ = self
+                .0
+                .lock()
+                .unwrap()
+                .notify(bell.peer() as u16, bell.vector() as u16);
         }
     }
 }
@@ -349,7 +356,7 @@ fn echoes(iv: &mut IvshmemGsp<'_>, count: usize) -> usize {
         // before each echo.
         assert_eq!(
             moved(wptr, gsp.cmdq.cpu_ptrs().0),
-            slots_for(len),
+            slots_for(Echo(payload).size()),
             "echo {sent} of {len} bytes"
         );
         let reply = loop {
@@ -359,7 +366,7 @@ fn echoes(iv: &mut IvshmemGsp<'_>, count: usize) -> usize {
             }
             events += 1;
         };
-        assert_eq!(reply.function(), Ok(MsgFunction::Nop));
+        assert_eq!(reply.function(), Ok(MsgFunction::VgspEcho));
         assert_eq!(reply.sequence, seq);
         assert!(
             reply.payload[..] == *payload,
@@ -404,7 +411,7 @@ fn a_continuation_pair_goes_each_way() {
     let reply = gsp.cmdq.receive_msg(REPLY_TIMEOUT).unwrap();
     assert_eq!(
         (reply.function(), reply.sequence, reply.rpc_result),
-        (Ok(MsgFunction::Nop), seq, fw::NV_OK)
+        (Ok(MsgFunction::VgspEcho), seq, fw::NV_OK)
     );
     assert_eq!(reply.elem_count, pair);
     assert_eq!(moved(rptr, gsp.cmdq.cpu_ptrs().1), pair);
@@ -455,7 +462,7 @@ fn the_gsp_interrupts_once_per_reply() {
         let reply = gsp.cmdq.receive_msg(Delta::ZERO).unwrap();
         assert_eq!(
             (reply.function(), reply.sequence),
-            (Ok(MsgFunction::Nop), seq)
+            (Ok(MsgFunction::VgspEcho), seq)
         );
     }
     // No ring more than one per reply came late.

@@ -28,8 +28,12 @@ use std::{
 };
 
 use kernel::{
-    device::Device,
+    device::{
+        Bound,
+        Device, //
+    },
     dma::DmaView,
+    io::register::Register,
     model::{
         self,
         Agent,
@@ -41,7 +45,10 @@ use kernel::{
 };
 use nova_core::gsp::{
     cmdq::Cmdq,
-    commands::Echo,
+    commands::{
+        Echo,
+        EchoHeader, //
+    },
     fw::{
         MsgFunction,
         CPUQ_OFFSET,
@@ -64,18 +71,32 @@ use vgsp::{
 
 use crate::contract;
 
-static DEVICE: Device = Device::new("vgsp-model");
+static DEVICE: Device<Bound> = Device::new("vgsp-model");
 
-/// The payload length of an echo whose element fills exactly `slots` slots.
+/// The payload length of a log line (or an echo reply) whose element fills exactly
+/// `slots` slots.
 pub const fn slots(slots: usize) -> usize {
     slots * GSP_PAGE_SIZE - ELEMENT_HEADER_SIZE
+}
+
+/// The length of the bytes of an echo whose command element fills exactly `slots` slots:
+/// the command carries the echo's header too.
+pub const fn echo(slots: usize) -> usize {
+    self::slots(slots) - core::mem::size_of::<EchoHeader>()
 }
 
 /// A split RPC: one full head element and a one-slot continuation record.
 pub const CONTINUATION_PAIR: usize = MAX_ELEMENT_PAYLOAD + 100;
 
-/// A full ring: one two-slot element, then 60 one-slot ones (62 slots).
-const BACKLOG: [usize; 61] = {
+/// A full `cpuq`: one two-slot echo, then 60 one-slot ones (62 slots).
+const ECHO_BACKLOG: [usize; 61] = {
+    let mut b = [8; 61];
+    b[0] = echo(2);
+    b
+};
+
+/// A full `gspq`: one two-slot log line, then 60 one-slot ones (62 slots).
+const LOG_BACKLOG: [usize; 61] = {
     let mut b = [8; 61];
     b[0] = slots(2);
     b
@@ -132,8 +153,8 @@ pub const SCENARIOS: &[Scenario] = &[
         // Three 16-slot round trips bring both rings to slot 48; the fourth element
         // (16 slots) then runs 48..=62 and wraps to slot 0, which the warm-up used.
         name: "command_wraps_ring_end",
-        warmup: &[slots(16), slots(16), slots(16)],
-        commands: &[slots(16)],
+        warmup: &[echo(16), echo(16), echo(16)],
+        commands: &[echo(16)],
         ..BASE
     },
     Scenario {
@@ -143,9 +164,9 @@ pub const SCENARIOS: &[Scenario] = &[
         // still be reading it: only the read-pointer barriers order that reuse (the GSP
         // read pointer jumps from 0 to 2, and no reply is received in between).
         name: "full_ring_writer_waits",
-        commands: &[slots(2)],
+        commands: &[echo(2)],
         pipelined: true,
-        backlog: &BACKLOG,
+        backlog: &ECHO_BACKLOG,
         gsp_budget: Some(1),
         ..BASE
     },
@@ -157,7 +178,7 @@ pub const SCENARIOS: &[Scenario] = &[
         commands: &[],
         pipelined: true,
         early_events: &[slots(2)],
-        gsp_backlog: &BACKLOG,
+        gsp_backlog: &LOG_BACKLOG,
         gsp_budget: Some(0),
         ..BASE
     },
@@ -214,7 +235,7 @@ fn receive_reply(cmdq: &mut Cmdq, seq: u32, expected: &[u8]) -> usize {
             events += 1;
             continue;
         }
-        assert_eq!(msg.function(), Ok(MsgFunction::Nop));
+        assert_eq!(msg.function(), Ok(MsgFunction::VgspEcho));
         assert_eq!(msg.sequence, seq);
         assert!(msg.payload[..] == *expected, "reply payload differs");
         return events;

@@ -16,7 +16,10 @@
 //!    the destination.
 
 use kernel::{
-    device::Device,
+    device::{
+        Bound,
+        Device, //
+    },
     dma::{
         Coherent,
         CoherentView, //
@@ -78,7 +81,7 @@ impl CopyArena {
     ///
     /// - `ENOMEM` if the memory cannot be had.
     /// - `EINVAL` if `data_len` is zero.
-    pub fn new(dev: &Device, data_len: usize) -> Result<Self> {
+    pub fn new(dev: &Device<Bound>, data_len: usize) -> Result<Self> {
         if data_len == 0 {
             return Err(EINVAL);
         }

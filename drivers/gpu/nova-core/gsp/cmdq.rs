@@ -87,7 +87,10 @@
     )
 )]
 use kernel::{
-    device::Device,
+    device::{
+        Bound,
+        Device, //
+    },
     dma::{
         Coherent,
         CoherentBox, //
@@ -112,7 +115,10 @@ use kernel::{
         Monotonic, //
     },
 };
-use zerocopy::IntoBytes;
+use zerocopy::{
+    Immutable,
+    IntoBytes, //
+};
 
 use crate::gsp::{
     fw::{
@@ -229,7 +235,7 @@ pub struct DmaGspMem {
 impl DmaGspMem {
     /// Allocates and initialises the shared memory: the PTE page mapping it, both tx
     /// headers, and every pointer at 0.
-    fn new(dev: &Device) -> Result<Self> {
+    fn new(dev: &Device<Bound>) -> Result<Self> {
         Self::init(CoherentBox::<GspMem>::zeroed(dev, GFP_KERNEL)?.into())
     }
 
@@ -430,12 +436,31 @@ impl GspMessage {
     }
 }
 
-/// A command the driver sends to the GSP.
+/// A command the driver sends to the GSP: a fixed part ([`CommandToGsp::Command`]), then a
+/// variable-length payload.
+///
+/// Upstream's shape, with two deliberate differences: [`CommandToGsp::init`] returns the
+/// fixed part by value rather than a pin-init `Init` that writes it in place (the shim has
+/// no pin-init, and the largest fixed part, the static configuration, is 0x678 bytes), and
+/// the variable payload is handed over as bytes ([`CommandToGsp::variable_payload`])
+/// rather than written through an `SBufferIter` by the command (every variable payload
+/// here exists as bytes already). There is no `Reply` type: [`Cmdq::send_command`]
+/// returns the RPC sequence number, and the caller receives the reply it expects.
 pub trait CommandToGsp {
     /// The function.
     const FUNCTION: MsgFunction;
-    /// The payload, in wire format.
-    fn payload(&self) -> &[u8];
+    /// The fixed part, first in the payload.
+    type Command: IntoBytes + Immutable;
+    /// Returns the fixed part.
+    fn init(&self) -> Self::Command;
+    /// Returns the bytes that follow the fixed part; none by default.
+    fn variable_payload(&self) -> &[u8] {
+        &[]
+    }
+    /// Returns the size of the whole payload, fixed part and variable payload.
+    fn size(&self) -> usize {
+        core::mem::size_of::<Self::Command>() + self.variable_payload().len()
+    }
 }
 
 /// A message the GSP sends to the driver.
@@ -500,7 +525,7 @@ impl Cmdq {
     /// # Errors
     ///
     /// - `ENOMEM` if the memory cannot be had.
-    pub fn new(dev: &Device) -> Result<Self> {
+    pub fn new(dev: &Device<Bound>) -> Result<Self> {
         Self::with_memory(DmaGspMem::new(dev)?)
     }
 
@@ -576,7 +601,13 @@ impl Cmdq {
     ///
     /// As [`Cmdq::send_rpc`].
     pub fn send_command<C: CommandToGsp>(&mut self, bar: &impl Doorbell, cmd: &C) -> Result<u32> {
-        self.send_rpc(bar, C::FUNCTION, cmd.payload(), SEND_TIMEOUT)
+        let fixed = cmd.init();
+        self.send_parts(
+            bar,
+            C::FUNCTION,
+            [fixed.as_bytes(), cmd.variable_payload()],
+            SEND_TIMEOUT,
+        )
     }
 
     /// Sends an RPC of `function` with `payload`, split into continuation records when it
@@ -595,52 +626,82 @@ impl Cmdq {
         payload: &[u8],
         timeout: Delta,
     ) -> Result<u32> {
-        if payload.len() > MAX_RPC_PAYLOAD {
+        self.send_parts(bar, function, [payload, &[]], timeout)
+    }
+
+    /// Sends an RPC whose payload is `parts` one after the other (a command's fixed part
+    /// and its variable payload), split into elements of at most [`MAX_ELEMENT_PAYLOAD`]
+    /// bytes: the head, then continuation records. Each element's `rpc.length` covers its
+    /// own chunk, the head's too, as upstream and nouveau send them; the GSP knows the
+    /// whole length from the command's own fields.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cmdq::send_rpc`].
+    fn send_parts(
+        &mut self,
+        bar: &impl Doorbell,
+        function: MsgFunction,
+        parts: [&[u8]; 2],
+        timeout: Delta,
+    ) -> Result<u32> {
+        let total = parts[0].len() + parts[1].len();
+        if total > MAX_RPC_PAYLOAD {
             return Err(EMSGSIZE);
         }
         let sequence = self.rpc_seq;
-        let mut chunks = payload.chunks(MAX_ELEMENT_PAYLOAD);
-        let head = chunks.next().unwrap_or(&[]);
-        self.send_element(bar, function, sequence, head, payload.len(), timeout)?;
-        for chunk in chunks {
-            self.send_element(
-                bar,
-                MsgFunction::ContinuationRecord,
-                sequence,
-                chunk,
-                chunk.len(),
-                timeout,
-            )?;
+        let mut start = 0;
+        loop {
+            let end = total.min(start + MAX_ELEMENT_PAYLOAD);
+            let element_function = match start {
+                0 => function,
+                _ => MsgFunction::ContinuationRecord,
+            };
+            self.send_element(bar, element_function, sequence, parts, start..end, timeout)?;
+            start = end;
+            if start == total {
+                break;
+            }
         }
         self.rpc_seq = self.rpc_seq.wrapping_add(1);
         Ok(sequence)
     }
 
-    /// Waits for room, writes one element, publishes it and rings the doorbell.
+    /// Waits for room, writes one element carrying bytes `range` of `parts` (taken one
+    /// after the other), publishes it and rings the doorbell.
     fn send_element(
         &mut self,
         bar: &impl Doorbell,
         function: MsgFunction,
         sequence: u32,
-        chunk: &[u8],
-        rpc_payload_len: usize,
+        parts: [&[u8]; 2],
+        range: core::ops::Range<usize>,
         timeout: Delta,
     ) -> Result {
-        let mut header = GspMsgElement::new(
-            self.seq,
-            function.into(),
-            sequence,
-            chunk.len(),
-            rpc_payload_len,
-        );
+        let chunk_len = range.len();
+        let mut header =
+            GspMsgElement::new(self.seq, function.into(), sequence, chunk_len, chunk_len);
         let elem_count = header.elem_count;
         self.gsp_mem.wait_free(elem_count, timeout)?;
 
-        header.seal(chunk);
+        // The pieces of `parts` this element carries, and where each starts in it.
+        let first = parts[0].len();
+        let pieces = [
+            (0, &parts[0][range.start.min(first)..range.end.min(first)]),
+            (
+                first.saturating_sub(range.start),
+                &parts[1][range.start.saturating_sub(first)..range.end.saturating_sub(first)],
+            ),
+        ];
+        header.seal_pieces(&pieces);
 
         self.gsp_mem.write_element_bytes(0, header.as_bytes())?;
-        self.gsp_mem
-            .write_element_bytes(ELEMENT_HEADER_SIZE, chunk)?;
+        for (at, piece) in pieces {
+            if !piece.is_empty() {
+                self.gsp_mem
+                    .write_element_bytes(ELEMENT_HEADER_SIZE + at, piece)?;
+            }
+        }
         self.gsp_mem.advance_cpu_write_ptr(elem_count)?;
         self.seq = self.seq.wrapping_add(1);
 

@@ -34,6 +34,7 @@ use crate::gsp::{
     },
     fw::{
         assert_layout,
+        Malformed,
         MsgFunction,
         GSP_PAGE_SIZE, //
     },
@@ -402,9 +403,10 @@ impl Default for GspSetSystemInfo {
 
 impl CommandToGsp for GspSetSystemInfo {
     const FUNCTION: MsgFunction = MsgFunction::GspSetSystemInfo;
+    type Command = Self;
 
-    fn payload(&self) -> &[u8] {
-        self.as_bytes()
+    fn init(&self) -> Self {
+        *self
     }
 }
 
@@ -479,7 +481,13 @@ assert_layout!(PackedRegistryTable, size 0x8, {
 });
 
 /// `SET_REGISTRY`: registry keys for the GSP, encoded as a packed registry table.
+///
+/// # Invariants
+///
+/// `table` heads `encoded`, the entries and strings that follow it, whose length with the
+/// header is `table.size`.
 pub struct SetRegistry {
+    table: PackedRegistryTable,
     encoded: KVec<u8>,
 }
 
@@ -503,7 +511,6 @@ impl SetRegistry {
             // CAST: bounded by `size`, which fits in `u32`.
             num_entries: entries.len() as u32,
         };
-        encoded.extend_from_slice(table.as_bytes(), GFP_KERNEL)?;
         let mut name_offset = head;
         for (key, value) in entries {
             if key.as_bytes().contains(&0) {
@@ -524,14 +531,20 @@ impl SetRegistry {
             encoded.extend_from_slice(key.as_bytes(), GFP_KERNEL)?;
             encoded.push(0, GFP_KERNEL)?;
         }
-        Ok(Self { encoded })
+        // INVARIANT: `size` counts the header, the entries and the strings just encoded.
+        Ok(Self { table, encoded })
     }
 }
 
 impl CommandToGsp for SetRegistry {
     const FUNCTION: MsgFunction = MsgFunction::SetRegistry;
+    type Command = PackedRegistryTable;
 
-    fn payload(&self) -> &[u8] {
+    fn init(&self) -> PackedRegistryTable {
+        self.table
+    }
+
+    fn variable_payload(&self) -> &[u8] {
         &self.encoded
     }
 }
@@ -794,11 +807,6 @@ impl Default for GspStaticConfigInfo {
     }
 }
 
-/// The payload of [`GetGspStaticInfo`]: a zeroed [`GspStaticConfigInfo`], in place of
-/// one on the stack.
-static ZEROED_STATIC_INFO: [u8; core::mem::size_of::<GspStaticConfigInfo>()] =
-    [0; core::mem::size_of::<GspStaticConfigInfo>()];
-
 /// `GET_GSP_STATIC_INFO`: asks for the [`GspStaticConfigInfo`]. As upstream, the command
 /// carries a zeroed structure of the reply's size (0x678 bytes), which the GSP fills.
 #[derive(Clone, Copy, Debug, Default)]
@@ -813,9 +821,10 @@ impl GetGspStaticInfo {
 
 impl CommandToGsp for GetGspStaticInfo {
     const FUNCTION: MsgFunction = MsgFunction::GetGspStaticInfo;
+    type Command = GspStaticConfigInfo;
 
-    fn payload(&self) -> &[u8] {
-        &ZEROED_STATIC_INFO
+    fn init(&self) -> GspStaticConfigInfo {
+        GspStaticConfigInfo::new_zeroed()
     }
 }
 
@@ -864,14 +873,107 @@ impl MessageFromGsp for LibosPrint {
     }
 }
 
-/// `NOP` with a payload, which the virtual GSP echoes back: for tests and benchmarks.
+/// The fixed part of [`MsgFunction::VgspEcho`] and [`MsgFunction::VgspSink`]: the length of
+/// the bytes that follow, which is how the GSP knows where a split one ends.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct EchoHeader {
+    /// The number of bytes after this header.
+    pub length: u32,
+    /// Zero; keeps the bytes 8-byte aligned in the element.
+    pub reserved: u32,
+}
+
+assert_layout!(EchoHeader, size 0x8, {
+    length: 0x0,
+    reserved: 0x4,
+});
+
+impl EchoHeader {
+    /// The header of `len` bytes.
+    ///
+    /// # Errors
+    ///
+    /// - `EMSGSIZE` if `len` does not fit in 32 bits.
+    fn of(len: usize) -> Result<Self> {
+        Ok(Self {
+            length: u32::try_from(len).map_err(|_| EMSGSIZE)?,
+            reserved: 0,
+        })
+    }
+}
+
+/// `VGSP_ECHO`: bytes of any length that the virtual GSP sends back: for tests and
+/// benchmarks. The reply's payload is the bytes alone.
 pub struct Echo<'a>(pub &'a [u8]);
 
 impl CommandToGsp for Echo<'_> {
-    const FUNCTION: MsgFunction = MsgFunction::Nop;
+    const FUNCTION: MsgFunction = MsgFunction::VgspEcho;
+    type Command = EchoHeader;
 
-    fn payload(&self) -> &[u8] {
+    fn init(&self) -> EchoHeader {
+        // A longer payload is refused by the send before anything reaches the ring
+        // (`MAX_RPC_PAYLOAD` is far below 4 GiB); 0 never passes for it.
+        EchoHeader::of(self.0.len()).unwrap_or_default()
+    }
+
+    fn variable_payload(&self) -> &[u8] {
         self.0
+    }
+}
+
+/// `VGSP_SINK`: bytes of any length that the virtual GSP consumes and answers with an
+/// empty reply: the benchmark's one-way traffic.
+pub struct Sink<'a>(pub &'a [u8]);
+
+impl CommandToGsp for Sink<'_> {
+    const FUNCTION: MsgFunction = MsgFunction::VgspSink;
+    type Command = EchoHeader;
+
+    fn init(&self) -> EchoHeader {
+        // As for `Echo`.
+        EchoHeader::of(self.0.len()).unwrap_or_default()
+    }
+
+    fn variable_payload(&self) -> &[u8] {
+        self.0
+    }
+}
+
+/// Returns the payload length of the whole command that a head element starting with
+/// `head` begins, read from the command's own fields as the firmware reads them, or
+/// `None` for a function whose commands never span more than one element.
+///
+/// A split command's head carries only its own chunk in `rpc.length` (upstream's and
+/// nouveau's `rpc.length`: header plus chunk); the GSP learns where the command ends
+/// from the command itself: the registry table's `size`, an echo's `length`.
+///
+/// # Errors
+///
+/// - [`Malformed`] (`EIO`) if `head` is too short to hold the field.
+pub fn command_payload_len(
+    function: u32,
+    head: &[u8],
+) -> core::result::Result<Option<usize>, Malformed> {
+    let read = |what| Malformed(what);
+    match MsgFunction::try_from(function) {
+        Ok(MsgFunction::SetRegistry) => {
+            let (table, _) = PackedRegistryTable::read_from_prefix(head)
+                .map_err(|_| read("registry table shorter than its header"))?;
+            // CAST: `u32` to `usize`, lossless on every supported architecture.
+            Ok(Some(table.size as usize))
+        }
+        Ok(MsgFunction::VgspEcho | MsgFunction::VgspSink) => {
+            let (echo, _) = EchoHeader::read_from_prefix(head)
+                .map_err(|_| read("echo shorter than its header"))?;
+            // CAST: as above; the sum cannot overflow a 64-bit `usize`.
+            Ok(Some(
+                core::mem::size_of::<EchoHeader>() + echo.length as usize,
+            ))
+        }
+        _ => Ok(None),
     }
 }
 
@@ -900,9 +1002,10 @@ assert_layout!(UnloadingGuestDriver, size 0x8, {
 
 impl CommandToGsp for UnloadingGuestDriver {
     const FUNCTION: MsgFunction = MsgFunction::UnloadingGuestDriver;
+    type Command = Self;
 
-    fn payload(&self) -> &[u8] {
-        self.as_bytes()
+    fn init(&self) -> Self {
+        *self
     }
 }
 
@@ -931,8 +1034,9 @@ const_assert_eq!(core::mem::size_of::<CeCopy>(), 32);
 
 impl CommandToGsp for CeCopy {
     const FUNCTION: MsgFunction = MsgFunction::VgspCeCopy;
+    type Command = Self;
 
-    fn payload(&self) -> &[u8] {
-        self.as_bytes()
+    fn init(&self) -> Self {
+        *self
     }
 }

@@ -129,7 +129,7 @@ macro_rules! msg_functions {
         /// An RPC function number: the `function` of a [`GspRpcHeader`].
         ///
         /// The numbers are r570's (`NV_VGPU_MSG_FUNCTION_*` for commands and
-        /// `NV_VGPU_MSG_EVENT_*` for events), but for [`MsgFunction::VgspCeCopy`], the
+        /// `NV_VGPU_MSG_EVENT_*` for events), but for the `Vgsp*` functions (`0x0f01`..), the
         /// virtual GSP's own. Public because the virtual GSP and the tests, other
         /// crates, speak the same protocol.
         ///
@@ -169,7 +169,8 @@ macro_rules! msg_functions {
 }
 
 msg_functions! {
-    /// `NOP`. The virtual GSP answers it by echoing the payload.
+    /// `NOP`. The virtual GSP answers a one-element NOP by echoing its payload (a NOP has no
+    /// length of its own, so it cannot be split: longer echoes are [`MsgFunction::VgspEcho`]).
     Nop = 0 => "NOP",
     /// `UNLOADING_GUEST_DRIVER`: the driver is going away.
     UnloadingGuestDriver = 47 => "UNLOADING_GUEST_DRIVER",
@@ -184,6 +185,13 @@ msg_functions! {
     /// `VGSP_CE_COPY`: a copy by the virtual GSP's copy engine, signalled on an
     /// `mbarrier`. Not an r570 function: the virtual GSP's own, numbered clear of them.
     VgspCeCopy = 0x0f01 => "VGSP_CE_COPY",
+    /// `VGSP_ECHO`: a payload of any size (an `EchoHeader` giving its length, then the
+    /// bytes) that the virtual GSP sends back; for tests and benchmarks. The virtual GSP's
+    /// own.
+    VgspEcho = 0x0f02 => "VGSP_ECHO",
+    /// `VGSP_SINK`: like [`MsgFunction::VgspEcho`], but answered with an empty reply: the
+    /// benchmark's one-way traffic. The virtual GSP's own.
+    VgspSink = 0x0f03 => "VGSP_SINK",
     /// `GSP_INIT_DONE` (event): the GSP finished booting.
     GspInitDone = 0x1001 => "GSP_INIT_DONE",
     /// `GSP_RUN_CPU_SEQUENCER` (event): a sequence of register writes for the CPU to run.
@@ -499,9 +507,17 @@ impl GspMsgElement {
     /// zero. The payload starts 8-byte aligned, so the element's sum is the header's (with
     /// a zero checksum field) XOR the payload's.
     pub fn seal(&mut self, chunk: &[u8]) {
+        self.seal_pieces(&[(0, chunk)]);
+    }
+
+    /// [`GspMsgElement::seal`] for a payload given in pieces, each with the offset it
+    /// starts at in the payload.
+    pub fn seal_pieces(&mut self, pieces: &[(usize, &[u8])]) {
         self.check_sum = 0;
         let mut sum = Checksum::of_header(self);
-        sum.update(chunk);
+        for &(at, piece) in pieces {
+            sum.update_at(at, piece);
+        }
         self.check_sum = sum.fold();
     }
 
@@ -683,6 +699,16 @@ impl Checksum {
             sum ^= le_word(word);
         }
         self.0 = sum;
+    }
+
+    /// Adds `bytes` found `start` bytes into the element, wherever the pieces before them
+    /// ended: a piece that starts inside a word contributes its sum shifted to the bytes'
+    /// places in the word (a rotation, since XOR carries nothing).
+    pub fn update_at(&mut self, start: usize, bytes: &[u8]) {
+        let mut piece = Self::default();
+        piece.update(bytes);
+        // CAST: `start % 8 < 8`, so the shift is below 64.
+        self.0 ^= piece.0.rotate_left(8 * (start % 8) as u32);
     }
 
     /// Returns the sum of `header`'s bytes, to which its payload's are then added.

@@ -2,8 +2,9 @@
 
 //! GSP registers in BAR0.
 
-use bitfield_struct::bitfield;
 use kernel::io::{
+    register,
+    register::Register,
     Io,
     Mmio,
     Region, //
@@ -20,8 +21,9 @@ pub type Bar0<'a> = Mmio<'a, Region<BAR0_SIZE>>;
 
 /// What interrupts the GSP to make it look at the command queue.
 ///
-/// On a GPU it is a write of [`NV_PGSP_QUEUE_HEAD`] in BAR0; behind an emulated device it
-/// is that device's doorbell register (`crate::ivshmem::PeerDoorbell`).
+/// On a GPU it is a write of [`NV_PGSP_QUEUE_HEAD`](struct@NV_PGSP_QUEUE_HEAD) in BAR0;
+/// behind an emulated device it is that device's doorbell register
+/// (`crate::ivshmem::PeerDoorbell`).
 pub trait Doorbell {
     /// Rings the doorbell. The write is ordered after the caller's earlier writes to
     /// coherent memory (`writel` semantics).
@@ -30,33 +32,19 @@ pub trait Doorbell {
 
 impl Doorbell for Bar0<'_> {
     fn ring(&self) {
-        NV_PGSP_QUEUE_HEAD::new().with_address(0).write(self);
+        // `Io::write_reg` is `writel`: ordered after the caller's earlier writes to
+        // coherent memory.
+        self.write_reg(NV_PGSP_QUEUE_HEAD::zeroed().with_address(0u32));
     }
 }
 
-/// `NV_PGSP_QUEUE_HEAD(0)`: writing it interrupts the GSP, telling it to look at the
-/// command queue (the doorbell).
-#[bitfield(u32)]
-#[expect(non_camel_case_types, reason = "register names follow the hardware's")]
-pub struct NV_PGSP_QUEUE_HEAD {
-    /// The queue head address; the GSP ignores it for the command queue, the driver
-    /// writes 0.
-    pub address: u32,
-}
-
-impl NV_PGSP_QUEUE_HEAD {
-    /// The register's offset in BAR0.
-    pub const OFFSET: usize = 0x110c00;
-
-    /// Writes the register. The write is ordered after the caller's earlier writes to
-    /// coherent memory ([`Io::write32`] is `writel`).
-    pub fn write(self, bar: &Bar0<'_>) {
-        bar.write32(self.into_bits(), Self::OFFSET);
-    }
-
-    /// Reads the register.
-    pub fn read(bar: &Bar0<'_>) -> Self {
-        Self::from_bits(bar.read32(Self::OFFSET))
+register! {
+    /// `NV_PGSP_QUEUE_HEAD(0)`: writing it interrupts the GSP, telling it to look at the
+    /// command queue (the doorbell).
+    pub NV_PGSP_QUEUE_HEAD(u32) @ 0x00110c00 {
+        /// The queue head address; the GSP ignores it for the command queue, the driver
+        /// writes 0.
+        31:0 address;
     }
 }
 
@@ -67,4 +55,4 @@ pub const NV_PGSP_MSGQ_HEAD_OFFSET: usize = 0x110c80;
 /// `NV_PGSP_MSGQ_TAIL(0)`.
 pub const NV_PGSP_MSGQ_TAIL_OFFSET: usize = 0x110c84;
 
-static_assertions::const_assert!(NV_PGSP_QUEUE_HEAD::OFFSET + 4 <= BAR0_SIZE);
+static_assertions::const_assert!(NV_PGSP_QUEUE_HEAD::OFFSET + size_of::<u32>() <= BAR0_SIZE);

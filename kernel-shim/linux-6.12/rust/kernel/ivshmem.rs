@@ -45,8 +45,9 @@ use crate::{
         Result,
     },
     io::{
-        Io,
-        IoRaw, //
+        Mmio,
+        MmioRaw,
+        Region, //
     },
     time::Delta,
 };
@@ -69,7 +70,7 @@ const _: () = assert!(bindings::VGSP_IVSHMEM_REGS_LEN as usize == REGS_SIZE);
 /// - `shm` and `shm_len` describe the glue's write-back mapping of BAR2.
 pub struct Device {
     raw: NonNull<bindings::vgsp_ivshmem>,
-    bar0: IoRaw<REGS_SIZE>,
+    bar0: Mmio<'static, Region<REGS_SIZE>>,
     shm: NonNull<u8>,
     shm_len: usize,
 }
@@ -113,7 +114,12 @@ pub fn device() -> Result<&'static Device> {
     let shm_len = unsafe { bindings::vgsp_ivshmem_shm_len(raw.as_ptr()) };
     // SAFETY: The glue maps at least `VGSP_IVSHMEM_REGS_LEN` bytes of BAR0 at `regs` and
     // keeps the mapping for the life of the kernel once the device is handed out.
-    let bar0 = unsafe { IoRaw::new(regs as usize, REGS_SIZE)? };
+    let bar0 = unsafe {
+        Mmio::from_raw(MmioRaw::from_ptr(Region::<REGS_SIZE>::ptr_try_from_raw_parts_mut(
+            regs.cast(),
+            REGS_SIZE,
+        )?))
+    };
     // INVARIANT: every field comes from the published device, as required.
     let new = KBox::into_raw(KBox::new(
         Device {
@@ -144,8 +150,8 @@ pub fn device() -> Result<&'static Device> {
 
 impl Device {
     /// BAR0: the ivshmem registers (256 bytes).
-    pub fn bar0(&self) -> &Io<REGS_SIZE> {
-        Io::from_raw(&self.bar0)
+    pub fn bar0(&self) -> &Mmio<'_, Region<REGS_SIZE>> {
+        &self.bar0
     }
 
     /// BAR2 mapped write-back: its CPU address and length in bytes.

@@ -27,7 +27,10 @@ use crate::{
         VVec, //
     },
     bindings,
-    device::Device,
+    device::{
+        Bound,
+        Device, //
+    },
     error::{
         code::EINVAL,
         from_err_ptr,
@@ -36,9 +39,10 @@ use crate::{
     ffi::c_int,
     init::InPlaceInit,
     io::{
-        Io,
-        IoRaw,
-        MmioWriteObserver, //
+        Mmio,
+        MmioRaw,
+        MmioWriteObserver,
+        Region, //
     },
     prelude::*,
     sync::{
@@ -59,7 +63,7 @@ use crate::{
 /// # Errors
 ///
 /// - Any error of `root_device_register`.
-pub fn device() -> Result<&'static Device> {
+pub fn device() -> Result<&'static Device<Bound>> {
     static ROOT: AtomicPtr<bindings::device> = AtomicPtr::new(core::ptr::null_mut());
     // ORDERING: `Acquire` pairs with the `Release` of the `compare_exchange` below: a
     // device seen here is fully registered.
@@ -80,8 +84,9 @@ pub fn device() -> Result<&'static Device> {
         };
     }
     // SAFETY: `dev` is a registered device that is never unregistered, so it stays valid
-    // with a non-zero reference count for the life of the kernel.
-    Ok(unsafe { Device::as_ref(dev) })
+    // with a non-zero reference count for the life of the kernel; it has no driver to be
+    // unbound from, so it stays in the state a bound device promises for as long.
+    Ok(unsafe { Device::as_bound(Device::as_ref(dev)) })
 }
 
 #[pin_data]
@@ -110,10 +115,11 @@ impl MmioWriteObserver for Doorbells {
 ///
 /// # Invariants
 ///
-/// `raw` describes `_regs` and observes through `bells`; both live in allocations owned
-/// by the `SimBar`, which do not move when it does.
+/// `mmio` views `_regs` and observes through `bells`; both live in allocations owned
+/// by the `SimBar`, which do not move when it does. Its `'static` is private: the view
+/// handed out ([`SimBar::io`]) lives only as long as the borrow of the `SimBar`.
 pub struct SimBar<const SIZE: usize> {
-    raw: IoRaw<SIZE>,
+    mmio: Mmio<'static, Region<SIZE>>,
     _regs: VVec<u32>,
     bells: Pin<KBox<Doorbells>>,
 }
@@ -136,20 +142,22 @@ impl<const SIZE: usize> SimBar<SIZE> {
             }),
             GFP_KERNEL,
         )?;
+        let region = Region::<SIZE>::ptr_try_from_raw_parts_mut(regs.as_ptr().cast_mut().cast(), SIZE)?;
         // SAFETY: `regs` is a live allocation of `SIZE` bytes, 4-byte aligned, and `bells` a
-        // live observer; both are owned by the `SimBar` with `raw` and stay where they are.
-        let raw = unsafe { IoRaw::new(regs.as_ptr() as usize, SIZE)?.with_observer(&*bells) };
-        // INVARIANT: `raw` was made from `regs` and `bells` just above.
+        // live observer; both are owned by the `SimBar` with the view and stay where they
+        // are.
+        let mmio = unsafe { Mmio::from_raw(MmioRaw::from_ptr(region).with_observer(&*bells)) };
+        // INVARIANT: `mmio` was made from `regs` and `bells` just above.
         Ok(Self {
-            raw,
+            mmio,
             _regs: regs,
             bells,
         })
     }
 
     /// Returns the MMIO region the driver accesses.
-    pub fn io(&self) -> &Io<SIZE> {
-        Io::from_raw(&self.raw)
+    pub fn io(&self) -> &Mmio<'_, Region<SIZE>> {
+        &self.mmio
     }
 
     /// Returns how many times a doorbell has been written.
