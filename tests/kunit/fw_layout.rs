@@ -307,6 +307,64 @@ pub mod tests {
     }
 
     #[test]
+    fn ring_cursor_keeps_one_slot_empty() {
+        let mut ring = RingCursor::new();
+        // The other agent's read pointer at our write pointer: all but one slot free.
+        assert_eq!(ring.saw_read_ptr(0), MSGQ_NUM_PAGES - 1);
+        ring.wrote(MSGQ_NUM_PAGES - 1);
+        assert_eq!(ring.write_ptr(), MSGQ_NUM_PAGES - 1);
+        assert_eq!(ring.known_free(), 0);
+        assert_eq!(ring.saw_read_ptr(0), 0);
+    }
+
+    #[test]
+    fn ring_cursor_wraps_its_pointers_past_the_ring_end() {
+        let mut ring = RingCursor::new();
+        ring.saw_read_ptr(0);
+        ring.wrote(60);
+        assert_eq!(ring.next_write(5), 2);
+        ring.saw_read_ptr(10);
+        ring.wrote(5);
+        assert_eq!(ring.write_ptr(), 2);
+        assert_eq!(ring.write_offset(8), 2 * GSP_PAGE_SIZE + 8);
+        // Slots 2..=8 are free: up to the one before the other's read pointer.
+        assert_eq!(ring.saw_read_ptr(10), 7);
+    }
+
+    #[test]
+    fn ring_cursor_counts_published_slots_across_the_ring_end() {
+        let mut ring = RingCursor::new();
+        assert_eq!(ring.saw_write_ptr(61), Ok(61));
+        ring.consumed(61);
+        assert_eq!(ring.read_ptr(), 61);
+        assert_eq!(ring.saw_write_ptr(3), Ok(5));
+        assert_eq!(ring.read_offset(1), 61 * GSP_PAGE_SIZE + 1);
+    }
+
+    #[test]
+    fn ring_cursor_refuses_a_write_pointer_moving_backwards() {
+        let mut ring = RingCursor::new();
+        assert_eq!(ring.saw_write_ptr(5), Ok(5));
+        assert_eq!(
+            ring.saw_write_ptr(4),
+            Err(Malformed("write pointer moved backwards"))
+        );
+        // What was known stays known.
+        assert_eq!(ring.known_published(), 5);
+        ring.forget_published();
+        assert_eq!(ring.saw_write_ptr(4), Ok(4));
+    }
+
+    #[test]
+    fn ring_pointers_outside_the_ring_are_refused() {
+        assert_eq!(ring_ptr(MSGQ_NUM_PAGES - 1), Ok(MSGQ_NUM_PAGES - 1));
+        assert_eq!(
+            ring_ptr(MSGQ_NUM_PAGES),
+            Err(Malformed("pointer outside the ring"))
+        );
+    }
+
+    #[test]
     fn checksum_of_pieces_at_their_offsets_is_the_whole_sum() {
         let bytes: [u8; 29] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5a);
         let whole = checksum(&bytes);

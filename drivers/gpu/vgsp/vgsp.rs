@@ -56,15 +56,15 @@ use nova_core::gsp::{
         self,
         GspMsgElement,
         MsgFunction,
+        RingCursor, //
         CPUQ_OFFSET,
         ELEMENT_HEADER_SIZE,
         GSPQ_OFFSET,
         GSP_PAGE_SIZE,
         MAX_ELEMENT_PAGES,
         MAX_ELEMENT_PAYLOAD,
-        MSGQ_NUM_PAGES,
         MSGQ_READ_PTR_OFFSET,
-        MSGQ_WRITE_PTR_OFFSET, //
+        MSGQ_WRITE_PTR_OFFSET,
     },
 };
 use nova_core::mbarrier::{
@@ -186,19 +186,12 @@ struct Assembly {
 ///
 /// # Invariants
 ///
-/// `gsp_write_ptr` and `gsp_read_ptr` are below [`MSGQ_NUM_PAGES`] and equal to what the
-/// GSP last stored in `gspq.tx.writePtr` and `gspq.rx.readPtr`. The `known_free` `gspq`
-/// slots from `gsp_write_ptr` on were free when the GSP last loaded the driver's read
-/// pointer ([`Vgsp::cpu_read_ptr`]) and have not been written since; the
-/// `known_published` `cpuq` slots from `gsp_read_ptr` on were published when it last
-/// loaded the driver's write pointer ([`Vgsp::cpu_write_ptr`]) and have not been
-/// consumed since.
+/// `ring`'s write and read pointers are what the GSP last stored in `gspq.tx.writePtr`
+/// and `cpuq.rx.readPtr`; what it knows of the driver's pointers it learnt from
+/// [`Vgsp::cpu_read_ptr`] and [`Vgsp::cpu_write_ptr`].
 pub struct Vgsp<'a> {
     mem: DmaView<'a>,
-    gsp_write_ptr: u32,
-    gsp_read_ptr: u32,
-    known_free: u32,
-    known_published: u32,
+    ring: RingCursor,
     tx_seq: u32,
     rx_seq: Option<u32>,
     outbox: KVec<Outgoing>,
@@ -233,10 +226,7 @@ impl<'a> Vgsp<'a> {
         rx_buf.resize(RX_BUF_MIN, 0, GFP_KERNEL)?;
         Ok(Self {
             mem,
-            gsp_write_ptr: 0,
-            gsp_read_ptr: 0,
-            known_free: 0,
-            known_published: 0,
+            ring: RingCursor::new(),
             tx_seq: 0,
             rx_seq: None,
             outbox: KVec::new(),
@@ -312,7 +302,7 @@ impl<'a> Vgsp<'a> {
 
     /// Returns the GSP's write and read pointers.
     pub fn gsp_ptrs(&self) -> (u32, u32) {
-        (self.gsp_write_ptr, self.gsp_read_ptr)
+        (self.ring.write_ptr(), self.ring.read_ptr())
     }
 
     // Accessors of the shared pointers.
@@ -330,10 +320,7 @@ impl<'a> Vgsp<'a> {
         // its later read-pointer store has its own `Full`, so `Read` suffices. Pairs with
         // the driver's `dma_mb(Write)` in `advance_cpu_write_ptr`.
         dma_mb(Read);
-        if ptr >= MSGQ_NUM_PAGES {
-            return Err(EIO);
-        }
-        Ok(ptr)
+        Ok(fw::ring_ptr(ptr)?)
     }
 
     /// Returns the driver's read pointer into `gspq`, with acquire semantics.
@@ -348,31 +335,26 @@ impl<'a> Vgsp<'a> {
         // otherwise. `Read` would not order the stores, so this is `Full`. Pairs with the
         // driver's `dma_mb(Full)` in `advance_cpu_read_ptr`.
         dma_mb(Full);
-        if ptr >= MSGQ_NUM_PAGES {
-            return Err(EIO);
-        }
-        Ok(ptr)
+        Ok(fw::ring_ptr(ptr)?)
     }
 
     /// Frees `n` consumed `cpuq` slots, with release semantics.
     fn advance_gsp_read_ptr(&mut self, n: u32) -> Result {
-        let rptr = (self.gsp_read_ptr + n) % MSGQ_NUM_PAGES;
+        let rptr = self.ring.next_read(n);
         // ORDERING: LOAD->STORE. Orders our loads of the consumed `cpuq` slots before the
         // store of the read pointer that lets the driver overwrite them. `Write` would not
         // order the loads, so this is `Full`. Pairs with the driver's `dma_mb(Full)` in
         // `gsp_read_ptr`.
         dma_mb(Full);
         self.mem.write32(GSPQ_OFFSET + MSGQ_READ_PTR_OFFSET, rptr)?;
-        // INVARIANT: `rptr < MSGQ_NUM_PAGES` and is what was just stored; the slots
-        // consumed are no longer published.
-        self.gsp_read_ptr = rptr;
-        self.known_published = self.known_published.saturating_sub(n);
+        // INVARIANT: `rptr` is what was just stored.
+        self.ring.consumed(n);
         Ok(())
     }
 
     /// Publishes `n` `gspq` slots written at the write pointer, with release semantics.
     fn advance_gsp_write_ptr(&mut self, n: u32) -> Result {
-        let wptr = (self.gsp_write_ptr + n) % MSGQ_NUM_PAGES;
+        let wptr = self.ring.next_write(n);
         // ORDERING: STORE->STORE. Orders our stores of the element into `gspq` slots before
         // the store of the write pointer that publishes them. The earlier load of the
         // driver's read pointer is ordered by the `Full` in `cpu_read_ptr`, so `Write`
@@ -380,10 +362,8 @@ impl<'a> Vgsp<'a> {
         dma_mb(Write);
         self.mem
             .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, wptr)?;
-        // INVARIANT: `wptr < MSGQ_NUM_PAGES` and is what was just stored; the slots
-        // published are no longer free.
-        self.gsp_write_ptr = wptr;
-        self.known_free = self.known_free.saturating_sub(n);
+        // INVARIANT: `wptr` is what was just stored.
+        self.ring.wrote(n);
         Ok(())
     }
 
@@ -408,16 +388,15 @@ impl<'a> Vgsp<'a> {
             return Ok(Progress::Worked);
         }
         // The driver's write pointer is loaded only when every command seen is consumed.
-        if self.known_published == 0 {
+        if self.ring.known_published() == 0 {
             let wptr = self.cpu_write_ptr()?;
-            // INVARIANT: `cpu_write_ptr` just loaded `wptr`; the slots up to it are
-            // published.
-            self.known_published = (wptr + MSGQ_NUM_PAGES - self.gsp_read_ptr) % MSGQ_NUM_PAGES;
-            if self.known_published == 0 {
+            // INVARIANT: `cpu_write_ptr` just loaded `wptr`; nothing was known published, so
+            // the driver cannot have moved it backwards.
+            if self.ring.saw_write_ptr(wptr)? == 0 {
                 return Ok(Progress::Idle);
             }
         }
-        self.consume_element(self.known_published)?;
+        self.consume_element(self.ring.known_published())?;
         Ok(Progress::Worked)
     }
 
@@ -512,7 +491,7 @@ impl<'a> Vgsp<'a> {
     }
 
     fn read_cmd_bytes(&self, pos: usize, dst: &mut [u8]) -> Result {
-        read_cpuq(self.mem, self.gsp_read_ptr, pos, dst)
+        read_cpuq(self.mem, self.ring, pos, dst)
     }
 
     /// Validates `raw`, the header of the command element at our read pointer, copied out
@@ -541,7 +520,7 @@ impl<'a> Vgsp<'a> {
             self.rx_buf.resize(need, 0, GFP_KERNEL)?;
         }
         let chunk = &mut self.rx_buf[at..at + chunk_len];
-        read_cpuq(self.mem, self.gsp_read_ptr, ELEMENT_HEADER_SIZE, chunk)?;
+        read_cpuq(self.mem, self.ring, ELEMENT_HEADER_SIZE, chunk)?;
         fw::verify_checksum(&header, chunk)?;
         if let Some(expected) = self.rx_seq {
             if header.seq_num != expected {
@@ -774,11 +753,9 @@ impl<'a> Vgsp<'a> {
             return Err(ENOSPC);
         }
         let mem = self.mem;
-        fw::for_each_ring_piece(
-            self.gsp_write_ptr as usize * GSP_PAGE_SIZE,
-            bytes.len(),
-            |off, r| mem.write_bytes(GSPQ_OFFSET + fw::slot_offset(0) + off, &bytes[r]),
-        )?;
+        fw::for_each_ring_piece(self.ring.write_offset(0), bytes.len(), |off, r| {
+            mem.write_bytes(GSPQ_OFFSET + fw::slot_offset(0) + off, &bytes[r])
+        })?;
         self.advance_gsp_write_ptr(slots)?;
         self.tx_seq = self.tx_seq.wrapping_add(1);
         Ok(())
@@ -797,12 +774,12 @@ impl<'a> Vgsp<'a> {
     ///
     /// - `EIO` if the driver's read pointer is outside the ring.
     fn has_free(&mut self, slots: u32) -> Result<bool> {
-        if self.known_free < slots {
+        if self.ring.known_free() < slots {
             let rptr = self.cpu_read_ptr()?;
-            // INVARIANT: `cpu_read_ptr` just loaded `rptr`; the slots up to it are free.
-            self.known_free = (rptr + MSGQ_NUM_PAGES - self.gsp_write_ptr - 1) % MSGQ_NUM_PAGES;
+            // INVARIANT: `cpu_read_ptr` just loaded `rptr`.
+            self.ring.saw_read_ptr(rptr);
         }
-        Ok(self.known_free >= slots)
+        Ok(self.ring.known_free() >= slots)
     }
 
     /// Sends the next element of the first pending message if `gspq` has room.
@@ -835,7 +812,7 @@ impl<'a> Vgsp<'a> {
 
         header.seal(chunk);
 
-        let start = self.gsp_write_ptr as usize * GSP_PAGE_SIZE;
+        let start = self.ring.write_offset(0);
         let mem = self.mem;
         let hdr = header.as_bytes();
         fw::for_each_ring_piece(start, hdr.len(), |off, r| {
@@ -860,10 +837,10 @@ impl<'a> Vgsp<'a> {
     }
 }
 
-/// Copies `dst.len()` bytes starting at byte `pos` of the `cpuq` element at slot
-/// `read_ptr` out of `mem`, wrapping past the ring end.
-fn read_cpuq(mem: DmaView<'_>, read_ptr: u32, pos: usize, dst: &mut [u8]) -> Result {
-    let start = read_ptr as usize * GSP_PAGE_SIZE + pos;
+/// Copies `dst.len()` bytes starting at byte `pos` of the `cpuq` element at `ring`'s read
+/// pointer out of `mem`, wrapping past the ring end.
+fn read_cpuq(mem: DmaView<'_>, ring: RingCursor, pos: usize, dst: &mut [u8]) -> Result {
+    let start = ring.read_offset(pos);
     fw::for_each_ring_piece(start, dst.len(), |off, range| {
         mem.read_bytes(CPUQ_OFFSET + fw::slot_offset(0) + off, &mut dst[range])
     })

@@ -127,12 +127,12 @@ use crate::gsp::{
         GspMsgElement,
         MsgFunction,
         MsgqTxHeader,
+        RingCursor, //
         ELEMENT_HEADER_SIZE,
-        GSP_PAGE_SIZE,
         MAX_ELEMENT_PAGES,
         MAX_ELEMENT_PAYLOAD,
         MAX_RPC_PAYLOAD,
-        MSGQ_NUM_PAGES, //
+        MSGQ_NUM_PAGES,
     },
     regs::Doorbell,
 };
@@ -221,15 +221,12 @@ fn poll_queue<T>(
 ///
 /// # Invariants
 ///
-/// `cpu_write_ptr` and `cpu_read_ptr` are below [`MSGQ_NUM_PAGES`] and equal to what the
-/// driver last stored in `cpuq.tx.writePtr` and `cpuq.rx.readPtr`. The `known_free` slots
-/// from `cpu_write_ptr` on were free when the driver last loaded the GSP's read pointer
-/// through [`Self::gsp_read_ptr`] and have not been written since.
+/// `ring`'s write and read pointers are what the driver last stored in `cpuq.tx.writePtr`
+/// and `gspq.rx.readPtr`; what it knows of the GSP's pointers it learnt from
+/// [`Self::gsp_read_ptr`] and [`Self::gsp_write_ptr`].
 pub struct DmaGspMem {
     mem: Coherent<GspMem>,
-    cpu_write_ptr: u32,
-    cpu_read_ptr: u32,
-    known_free: u32,
+    ring: RingCursor,
 }
 
 impl DmaGspMem {
@@ -250,12 +247,10 @@ impl DmaGspMem {
         io_project!(mem, .gspq.tx).copy_write(MsgqTxHeader::new());
         io_write!(mem, .cpuq.rx.read_ptr, 0);
         io_write!(mem, .gspq.rx.read_ptr, 0);
-        // INVARIANT: both our pointers were just stored as 0; no slot is known free yet.
+        // INVARIANT: both our pointers were just stored as 0; nothing is known yet.
         Ok(Self {
             mem,
-            cpu_write_ptr: 0,
-            cpu_read_ptr: 0,
-            known_free: 0,
+            ring: RingCursor::new(),
         })
     }
 
@@ -271,10 +266,7 @@ impl DmaGspMem {
         // GSP may still be reading. `Read` would order only later loads, so this is `Full`.
         // Pairs with the GSP's `dma_mb(Full)` before it stores its read pointer.
         dma_mb(Full);
-        if ptr >= MSGQ_NUM_PAGES {
-            return Err(EIO);
-        }
-        Ok(ptr)
+        Ok(fw::ring_ptr(ptr)?)
     }
 
     /// Returns the GSP's write pointer into `gspq`, with acquire semantics for the loads
@@ -292,15 +284,12 @@ impl DmaGspMem {
         // `advance_cpu_read_ptr`, so `Read` suffices. Pairs with the GSP's `dma_mb(Write)`
         // before it stores its write pointer.
         dma_mb(Read);
-        if ptr >= MSGQ_NUM_PAGES {
-            return Err(EIO);
-        }
-        Ok(ptr)
+        Ok(fw::ring_ptr(ptr)?)
     }
 
     /// Publishes `elem_count` slots written at the write pointer, with release semantics.
     fn advance_cpu_write_ptr(&mut self, elem_count: u32) -> Result {
-        let wptr = (self.cpu_write_ptr + elem_count) % MSGQ_NUM_PAGES;
+        let wptr = self.ring.next_write(elem_count);
         #[cfg(not(feature = "seed-barriers"))]
         // ORDERING: STORE->STORE. Orders our stores of the element (header and payload in
         // the `cpuq` slots) before the store of the write pointer that publishes them. The
@@ -314,31 +303,23 @@ impl DmaGspMem {
         // pointer before the element (the shape `tests/model`'s seed regression fails).
         #[cfg(feature = "seed-barriers")]
         core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
-        // INVARIANT: `wptr < MSGQ_NUM_PAGES` and is what was just stored; the slots
-        // published are no longer free.
-        self.cpu_write_ptr = wptr;
-        self.known_free = self.known_free.saturating_sub(elem_count);
+        // INVARIANT: `wptr` is what was just stored.
+        self.ring.wrote(elem_count);
         Ok(())
     }
 
     /// Frees `elem_count` consumed slots at the read pointer, with release semantics.
     fn advance_cpu_read_ptr(&mut self, elem_count: u32) -> Result {
-        let rptr = (self.cpu_read_ptr + elem_count) % MSGQ_NUM_PAGES;
+        let rptr = self.ring.next_read(elem_count);
         // ORDERING: LOAD->STORE. Orders our loads of the consumed `gspq` slots before the
         // store of the read pointer that hands them back to the GSP, which will overwrite
         // them. `Write` would order only earlier stores, so this is `Full`. Pairs with the
         // GSP's `dma_mb(Full)` after it loads our read pointer.
         dma_mb(Full);
         io_write!(self.mem, .cpuq.rx.read_ptr, rptr);
-        // INVARIANT: `rptr < MSGQ_NUM_PAGES` and is what was just stored.
-        self.cpu_read_ptr = rptr;
+        // INVARIANT: `rptr` is what was just stored.
+        self.ring.consumed(elem_count);
         Ok(())
-    }
-
-    /// Returns the number of free slots the driver may write, given the GSP's read
-    /// pointer. One slot always stays empty.
-    fn driver_write_area_size(&self, gsp_read_ptr: u32) -> u32 {
-        (gsp_read_ptr + MSGQ_NUM_PAGES - self.cpu_write_ptr - 1) % MSGQ_NUM_PAGES
     }
 
     /// Waits up to `timeout` until `elem_count` slots from the write pointer are free.
@@ -354,23 +335,21 @@ impl DmaGspMem {
     /// - `ETIMEDOUT` if the slots do not become free in time.
     /// - `EIO` if the GSP's read pointer is outside the ring.
     fn wait_free(&mut self, elem_count: u32, timeout: Delta) -> Result {
-        if self.known_free >= elem_count {
+        if self.ring.known_free() >= elem_count {
             return Ok(());
         }
+        let ring = self.ring;
         let rptr = poll_queue(
             || self.gsp_read_ptr(),
-            |&rptr| self.driver_write_area_size(rptr) >= elem_count,
+            |&rptr| {
+                let mut after = ring;
+                after.saw_read_ptr(rptr) >= elem_count
+            },
             &mut Budget::new(timeout),
         )?;
-        // INVARIANT: `gsp_read_ptr` just loaded `rptr`; the slots up to it are free.
-        self.known_free = self.driver_write_area_size(rptr);
+        // INVARIANT: `gsp_read_ptr` just loaded `rptr`.
+        self.ring.saw_read_ptr(rptr);
         Ok(())
-    }
-
-    /// Returns the number of published slots the driver may read, given the GSP's write
-    /// pointer.
-    fn driver_read_area_size(&self, gsp_write_ptr: u32) -> u32 {
-        (gsp_write_ptr + MSGQ_NUM_PAGES - self.cpu_read_ptr) % MSGQ_NUM_PAGES
     }
 
     /// Writes `bytes` at byte `pos` of the element that starts at the write pointer,
@@ -379,7 +358,7 @@ impl DmaGspMem {
     /// The caller owns the slots: it checked with [`Self::gsp_read_ptr`] that they are
     /// free, and `pos + bytes.len()` stays within them.
     fn write_element_bytes(&self, pos: usize, bytes: &[u8]) -> Result {
-        let start = self.cpu_write_ptr as usize * GSP_PAGE_SIZE + pos;
+        let start = self.ring.write_offset(pos);
         fw::for_each_ring_piece(start, bytes.len(), |ring_off, range| {
             // The slots written were acquired by `gsp_read_ptr` as free (the caller's duty);
             // the GSP does not read them until the write pointer publishes them.
@@ -392,7 +371,7 @@ impl DmaGspMem {
     /// Copies `dst.len()` bytes starting at byte `pos` of the element at the read pointer
     /// out of the ring, wrapping past the ring end.
     fn read_element_bytes(&self, pos: usize, dst: &mut [u8]) -> Result {
-        let start = self.cpu_read_ptr as usize * GSP_PAGE_SIZE + pos;
+        let start = self.ring.read_offset(pos);
         let len = dst.len();
         fw::for_each_ring_piece(start, len, |ring_off, range| {
             // The slots read were published by the GSP (acquired by `gsp_write_ptr`) and are
@@ -496,8 +475,6 @@ pub struct Cmdq {
     seq: u32,
     /// Sequence number of the next RPC sent.
     rpc_seq: u32,
-    /// Slots the GSP had published and the driver not yet consumed, when last looked.
-    published: u32,
     /// The sequence number of the last element received.
     rx_seq: Option<u32>,
     /// Why the last receive failed.
@@ -544,7 +521,6 @@ impl Cmdq {
             gsp_mem,
             seq: 0,
             rpc_seq: 0,
-            published: 0,
             rx_seq: None,
             last_fault: None,
             signal: None,
@@ -578,9 +554,9 @@ impl Cmdq {
         if read_ptr >= MSGQ_NUM_PAGES {
             return Err(EINVAL);
         }
-        let delta = (read_ptr + MSGQ_NUM_PAGES - self.gsp_mem.cpu_read_ptr) % MSGQ_NUM_PAGES;
+        let delta = (read_ptr + MSGQ_NUM_PAGES - self.gsp_mem.ring.read_ptr()) % MSGQ_NUM_PAGES;
         self.gsp_mem.advance_cpu_read_ptr(delta)?;
-        self.published = 0;
+        self.gsp_mem.ring.forget_published();
         self.rx_seq = None;
         Ok(())
     }
@@ -592,7 +568,7 @@ impl Cmdq {
 
     /// Returns the driver's write and read pointers.
     pub fn cpu_ptrs(&self) -> (u32, u32) {
-        (self.gsp_mem.cpu_write_ptr, self.gsp_mem.cpu_read_ptr)
+        (self.gsp_mem.ring.write_ptr(), self.gsp_mem.ring.read_ptr())
     }
 
     /// Sends a typed command; returns its RPC sequence number.
@@ -718,11 +694,11 @@ impl Cmdq {
     /// - `EIO` if the GSP's write pointer is outside the ring, or moved backwards (fewer
     ///   slots published than it had published before); nothing is consumed.
     fn wait_published(&mut self, budget: &mut Budget) -> Result<u32> {
-        let published = self.published;
+        let ring = self.gsp_mem.ring;
         let wptr = match self.signal {
             None => poll_queue(
                 || self.gsp_mem.gsp_write_ptr(),
-                |&wptr| wptr != self.gsp_mem.cpu_read_ptr || published > 0,
+                |&wptr| wptr != ring.read_ptr() || ring.known_published() > 0,
                 budget,
             ),
             Some(signal) => self.wait_signalled(signal, budget),
@@ -735,12 +711,11 @@ impl Cmdq {
             };
             self.fault(e, reason)
         })?;
-        let available = self.gsp_mem.driver_read_area_size(wptr);
-        if available < published {
-            return Err(self.fault(EIO, "write pointer moved backwards"));
+        // INVARIANT: `gsp_write_ptr` just loaded `wptr`.
+        match self.gsp_mem.ring.saw_write_ptr(wptr) {
+            Ok(available) => Ok(available),
+            Err(m) => Err(self.fault(m.into(), m.0)),
         }
-        self.published = available;
-        Ok(available)
     }
 
     /// Waits within `budget` for the GSP's write pointer to publish something, sleeping on
@@ -752,7 +727,8 @@ impl Cmdq {
             // with the GSP's doorbell, rung after its write-pointer store.
             let seen = signal.count();
             let wptr = self.gsp_mem.gsp_write_ptr()?;
-            if wptr != self.gsp_mem.cpu_read_ptr || self.published > 0 {
+            let ring = self.gsp_mem.ring;
+            if wptr != ring.read_ptr() || ring.known_published() > 0 {
                 return Ok(wptr);
             }
             let left = budget.left();
@@ -765,9 +741,7 @@ impl Cmdq {
 
     /// Frees `slots` consumed slots.
     fn consume(&mut self, slots: u32) -> Result {
-        self.gsp_mem.advance_cpu_read_ptr(slots)?;
-        self.published -= slots;
-        Ok(())
+        self.gsp_mem.advance_cpu_read_ptr(slots)
     }
 
     /// Validates the element at the read pointer, appends its payload to `payload` and

@@ -654,6 +654,141 @@ pub fn for_each_ring_piece(
     Ok(())
 }
 
+/// One agent's place in the two rings: the slot it writes next on the ring it fills, the
+/// slot it reads next on the ring it drains, and what it last learnt of the other agent's
+/// progress. The driver and the virtual GSP each keep one: the arithmetic on the pointers
+/// is shared, the loads and stores of them, with their barriers, are each agent's own.
+///
+/// # Invariants
+///
+/// `write` and `read` are below [`MSGQ_NUM_PAGES`]; `known_free` slots from `write` were
+/// free, and `known_published` slots from `read` published, when the agent last loaded the
+/// other agent's read and write pointer ([`RingCursor::saw_read_ptr`],
+/// [`RingCursor::saw_write_ptr`]), less those it has written or consumed since.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RingCursor {
+    write: u32,
+    read: u32,
+    known_free: u32,
+    known_published: u32,
+}
+
+impl RingCursor {
+    /// Both pointers at slot 0, nothing known of the other agent.
+    pub const fn new() -> Self {
+        // INVARIANT: 0 is below the ring size; nothing is known.
+        Self {
+            write: 0,
+            read: 0,
+            known_free: 0,
+            known_published: 0,
+        }
+    }
+
+    /// The slot this agent writes next.
+    pub const fn write_ptr(&self) -> u32 {
+        self.write
+    }
+
+    /// The slot this agent reads next.
+    pub const fn read_ptr(&self) -> u32 {
+        self.read
+    }
+
+    /// Slots from the write pointer known to be free.
+    pub const fn known_free(&self) -> u32 {
+        self.known_free
+    }
+
+    /// Slots from the read pointer known to be published.
+    pub const fn known_published(&self) -> u32 {
+        self.known_published
+    }
+
+    /// The write pointer once `n` more slots are published: the value to store.
+    pub const fn next_write(&self, n: u32) -> u32 {
+        (self.write + n) % MSGQ_NUM_PAGES
+    }
+
+    /// The read pointer once `n` more slots are consumed: the value to store.
+    pub const fn next_read(&self, n: u32) -> u32 {
+        (self.read + n) % MSGQ_NUM_PAGES
+    }
+
+    /// Records that the write pointer was stored as [`RingCursor::next_write`]`(n)`.
+    pub fn wrote(&mut self, n: u32) {
+        // INVARIANT: `next_write` is below the ring size; the slots published are no
+        // longer free.
+        self.write = self.next_write(n);
+        self.known_free = self.known_free.saturating_sub(n);
+    }
+
+    /// Records that the read pointer was stored as [`RingCursor::next_read`]`(n)`.
+    pub fn consumed(&mut self, n: u32) {
+        // INVARIANT: `next_read` is below the ring size; the slots consumed are no longer
+        // published.
+        self.read = self.next_read(n);
+        self.known_published = self.known_published.saturating_sub(n);
+    }
+
+    /// Records the other agent's read pointer, just loaded with acquire semantics, and
+    /// returns the slots from the write pointer that are free. One slot always stays
+    /// empty, so a full ring is told from an empty one.
+    pub fn saw_read_ptr(&mut self, other_read: u32) -> u32 {
+        // INVARIANT: the slots from `write` up to the one before `other_read` are free.
+        self.known_free = (other_read + MSGQ_NUM_PAGES - self.write - 1) % MSGQ_NUM_PAGES;
+        self.known_free
+    }
+
+    /// Records the other agent's write pointer, just loaded with acquire semantics, and
+    /// returns the slots from the read pointer that are published.
+    ///
+    /// # Errors
+    ///
+    /// - [`Malformed`] (`EIO`) if fewer slots are published than were known to be: the
+    ///   other agent moved its write pointer backwards. What was known stays known.
+    pub fn saw_write_ptr(&mut self, other_write: u32) -> core::result::Result<u32, Malformed> {
+        let published = (other_write + MSGQ_NUM_PAGES - self.read) % MSGQ_NUM_PAGES;
+        if published < self.known_published {
+            return Err(Malformed("write pointer moved backwards"));
+        }
+        // INVARIANT: the slots from `read` up to `other_write` are published.
+        self.known_published = published;
+        Ok(published)
+    }
+
+    /// Forgets what is known of the other agent's progress on the ring this agent drains
+    /// (after a restart, or to replay a recording).
+    pub fn forget_published(&mut self) {
+        // INVARIANT: nothing is known any more.
+        self.known_published = 0;
+    }
+
+    /// The byte offset in the ring this agent fills of byte `pos` of the element at its
+    /// write pointer; [`for_each_ring_piece`] wraps it.
+    pub const fn write_offset(&self, pos: usize) -> usize {
+        self.write as usize * GSP_PAGE_SIZE + pos
+    }
+
+    /// The byte offset in the ring this agent drains of byte `pos` of the element at its
+    /// read pointer.
+    pub const fn read_offset(&self, pos: usize) -> usize {
+        self.read as usize * GSP_PAGE_SIZE + pos
+    }
+}
+
+/// Checks a ring pointer loaded from the other agent.
+///
+/// # Errors
+///
+/// - [`Malformed`] (`EIO`) if it is outside the ring.
+pub fn ring_ptr(ptr: u32) -> core::result::Result<u32, Malformed> {
+    match ptr < MSGQ_NUM_PAGES {
+        true => Ok(ptr),
+        false => Err(Malformed("pointer outside the ring")),
+    }
+}
+
 /// Returns the number of slots an element carrying `payload_len` bytes occupies.
 pub const fn elem_count_for(payload_len: usize) -> u32 {
     // CAST: at most `MAX_ELEMENT_PAGES` for payloads callers pass; saturates otherwise.
