@@ -82,14 +82,18 @@ fn scenario_continuation_record_pair() {
 
 /// The driver's source, where the seed's barriers were.
 const CMDQ: &str = "drivers/gpu/nova-core/gsp/cmdq.rs";
-/// The virtual GSP's source.
-const VGSP: &str = "drivers/gpu/vgsp/vgsp.rs";
+/// The virtual GSP's ring accessors and element bytes, where it reads `cpuq`.
+const VGSP_MSGQ: &str = "drivers/gpu/vgsp/msgq.rs";
+/// The virtual GSP's outbox, where it writes `gspq`.
+const VGSP_OUTBOX: &str = "drivers/gpu/vgsp/outbox.rs";
 
-/// Returns the text of `file`, [`CMDQ`] or [`VGSP`], as this test was built with.
+/// Returns the text of `file`, [`CMDQ`], [`VGSP_MSGQ`] or [`VGSP_OUTBOX`], as this test
+/// was built with.
 fn source(file: &str) -> &'static str {
     match file {
         CMDQ => include_str!("../../../drivers/gpu/nova-core/gsp/cmdq.rs"),
-        VGSP => include_str!("../../../drivers/gpu/vgsp/vgsp.rs"),
+        VGSP_MSGQ => include_str!("../../../drivers/gpu/vgsp/msgq.rs"),
+        VGSP_OUTBOX => include_str!("../../../drivers/gpu/vgsp/outbox.rs"),
         _ => panic!("no source for {file}"),
     }
 }
@@ -225,7 +229,7 @@ fn seed_prefix_barrier_placement_fails_the_model() {
     assert_race(
         &failure,
         (CMDQ, "fn read_element_bytes("),
-        (VGSP, "fn send_pending("),
+        (VGSP_OUTBOX, "fn send_pending("),
     );
 }
 
@@ -237,7 +241,7 @@ fn seed_missing_read_barrier_alone_fails_the_model() {
     assert_race(
         &failure,
         (CMDQ, "fn read_element_bytes("),
-        (VGSP, "fn send_pending("),
+        (VGSP_OUTBOX, "fn send_pending("),
     );
 }
 
@@ -253,7 +257,7 @@ fn seed_write_barrier_after_the_store_alone_fails_the_model() {
     let Failure::Contract(v) = &failure else {
         panic!("expected a DMA contract violation, got {failure}");
     };
-    assert_event(&v.load, "gsp load of page", (VGSP, "fn read_cpuq("));
+    assert_event(&v.load, "gsp load of page", (VGSP_MSGQ, "fn read_cpuq("));
     assert_event(
         &v.actual,
         "driver store of page",

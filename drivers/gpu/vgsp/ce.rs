@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The GSP's copy engine: the DMA windows the environment maps for it, and the
+//! `VGSP_CE_COPY` transfers it lands there in chunks, each reported on an `mbarrier`.
+
+use kernel::{
+    dma::DmaView,
+    prelude::*, //
+};
+use nova_core::{
+    gsp::{
+        commands::CeCopy,
+        fw::MsgFunction, //
+    },
+    mbarrier::{
+        self,
+        Mbarrier, //
+    },
+};
+use zerocopy::FromBytes;
+
+use crate::{
+    Vgsp,
+    RX_BUF_MIN, //
+};
+
+/// The most DMA windows the copy engine can reach.
+const MAX_DMA_WINDOWS: usize = 4;
+
+/// Memory the environment lets the GSP reach by bus address (its IOMMU mappings).
+#[derive(Clone, Copy)]
+pub(crate) struct DmaWindow<'a> {
+    bus: u64,
+    view: DmaView<'a>,
+}
+
+/// A copy-engine transfer in progress.
+pub(crate) struct CopyJob<'a> {
+    src: (DmaView<'a>, usize),
+    dst: (DmaView<'a>, usize),
+    barrier: Mbarrier<'a>,
+    len: usize,
+    done: usize,
+    chunk: usize,
+}
+
+impl<'a> Vgsp<'a> {
+    /// Lets the copy engine reach `view` at bus address `bus` (an IOMMU mapping).
+    ///
+    /// # Errors
+    ///
+    /// - `ENOSPC` if [`MAX_DMA_WINDOWS`] windows are mapped already.
+    /// - `EINVAL` if the window wraps the bus address space.
+    /// - `ENOMEM` if memory cannot be had.
+    pub fn map_dma(&mut self, bus: u64, view: DmaView<'a>) -> Result {
+        if self.windows.len() >= MAX_DMA_WINDOWS {
+            return Err(ENOSPC);
+        }
+        // CAST: a view's length fits in 64 bits.
+        bus.checked_add(view.len() as u64).ok_or(EINVAL)?;
+        self.windows.push(DmaWindow { bus, view }, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Returns the mapped view holding `len` bytes at bus address `bus`, and the offset
+    /// in it.
+    fn translate(&self, bus: u64, len: usize) -> Option<(DmaView<'a>, usize)> {
+        self.windows.iter().find_map(|w| {
+            let off = usize::try_from(bus.checked_sub(w.bus)?).ok()?;
+            (off.checked_add(len)? <= w.view.len()).then_some((w.view, off))
+        })
+    }
+
+    /// Validates a copy request: every range inside a mapped window, the barrier word
+    /// aligned, the sizes within the barrier's and the bounce buffer's limits.
+    pub(crate) fn accept_copy(&self, payload: &[u8]) -> Option<CopyJob<'a>> {
+        if self.copy.is_some() {
+            return None;
+        }
+        let req = CeCopy::read_from_bytes(payload).ok()?;
+        let len = usize::try_from(req.len).ok()?;
+        let chunk = usize::try_from(req.chunk).ok()?;
+        if req.len == 0 || req.len > mbarrier::MAX_COUNT || chunk == 0 || chunk > RX_BUF_MIN {
+            return None;
+        }
+        let (view, off) = self.translate(req.barrier, 8)?;
+        let barrier = Mbarrier::new(view.atomic_u64(off).ok()?);
+        Some(CopyJob {
+            src: self.translate(req.src, len)?,
+            dst: self.translate(req.dst, len)?,
+            barrier,
+            len,
+            done: 0,
+            chunk,
+        })
+    }
+
+    /// Lands the next chunk of the copy in progress and reports it on its barrier.
+    pub(crate) fn copy_chunk(&mut self) -> Result {
+        let Some(job) = self.copy.as_mut() else {
+            return Ok(());
+        };
+        let n = job.chunk.min(job.len - job.done);
+        let buf = &mut self.rx_buf[..n];
+        job.src.0.read_bytes(job.src.1 + job.done, buf)?;
+        job.dst.0.write_bytes(job.dst.1 + job.done, buf)?;
+        job.done += n;
+        // CAST: `n <= len <= mbarrier::MAX_COUNT`, checked in `accept_copy`.
+        let reported = job.barrier.complete_tx(n as u32);
+        let finished = job.done == job.len;
+        match reported {
+            Ok(()) if !finished => return Ok(()),
+            Ok(()) => self.stats.copies += 1,
+            Err(rule) => {
+                self.stats.copy_faults += 1;
+                let mut line = KVec::new();
+                line.extend_from_slice(
+                    b"vgsp: copy engine: barrier refused complete_tx: ",
+                    GFP_KERNEL,
+                )?;
+                line.extend_from_slice(rule.name().as_bytes(), GFP_KERNEL)?;
+                self.event(MsgFunction::UcodeLibosPrint, line)?;
+            }
+        }
+        self.copy = None;
+        Ok(())
+    }
+}

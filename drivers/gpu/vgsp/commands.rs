@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The command side: consuming `cpuq` elements, validating them, reassembling split
+//! commands from their continuation records, and acting on each whole command.
+
+use kernel::prelude::*;
+use nova_core::gsp::{
+    commands::{
+        self,
+        EchoHeader,
+        FbRegion,
+        GspSetSystemInfo,
+        GspStaticConfigInfo,
+        PackedRegistryEntry,
+        PackedRegistryTable,
+        RegistryEntryType, //
+    },
+    fw::{
+        self,
+        GspMsgElement,
+        MsgFunction,
+        ELEMENT_HEADER_SIZE,
+        MAX_ELEMENT_PAGES, //
+    },
+};
+use zerocopy::{
+    FromBytes,
+    IntoBytes, //
+};
+
+use crate::{
+    msgq::read_cpuq,
+    outbox::LogLine,
+    Vgsp,
+    FB_LENGTH,
+    GPU_NAME,
+    GPU_SHORT_NAME,
+    PCI_FUNCTION, //
+};
+
+/// A split command being reassembled in `rx_buf`.
+pub(crate) struct Assembly {
+    function: u32,
+    sequence: u32,
+    /// Payload bytes of the whole command.
+    total: usize,
+    /// Payload bytes received so far, at the start of `rx_buf`.
+    filled: usize,
+}
+
+impl Vgsp<'_> {
+    /// Consumes the command element at our read pointer and acts on it.
+    pub(crate) fn consume_element(&mut self, available: u32) -> Result {
+        let mut raw = GspMsgElement::default();
+        self.read_cmd_bytes(0, raw.as_mut_bytes())?;
+        let elem_count = raw.elem_count;
+        if elem_count == 0 || elem_count > MAX_ELEMENT_PAGES || elem_count > available {
+            // Cannot be delimited: drop what is published and complain.
+            self.advance_gsp_read_ptr(available)?;
+            self.assembly = None;
+            return self.reject(raw.rpc.function, raw.rpc.sequence);
+        }
+
+        let checked = self.copy_and_check(&raw);
+        self.advance_gsp_read_ptr(elem_count)?;
+        self.stats.elements_in += 1;
+        let (header, chunk_len) = match checked {
+            Ok(ok) => ok,
+            Err(_) => {
+                self.assembly = None;
+                return self.reject(raw.rpc.function, raw.rpc.sequence);
+            }
+        };
+
+        if header.rpc.function == u32::from(MsgFunction::ContinuationRecord) {
+            self.stats.continuations_in += 1;
+            let Some(mut asm) = self.assembly.take() else {
+                return self.reject(header.rpc.function, header.rpc.sequence);
+            };
+            if asm.sequence != header.rpc.sequence || asm.filled + chunk_len > asm.total {
+                return self.reject(asm.function, asm.sequence);
+            }
+            // `copy_and_check` put the chunk right after what came before.
+            asm.filled += chunk_len;
+            if asm.filled == asm.total {
+                return self.handle_received(asm.function, asm.sequence, asm.total);
+            }
+            self.assembly = Some(asm);
+            return Ok(());
+        }
+
+        if self.assembly.take().is_some() {
+            // A new command arrived while continuations were due: the split one is lost.
+            self.stats.malformed += 1;
+        }
+        // A command's `rpc.length` covers its own chunk only, the head's too; where a split
+        // command ends, the command itself says.
+        if header.rpc_payload_len() != Some(chunk_len) {
+            return self.reject(header.rpc.function, header.rpc.sequence);
+        }
+        let total =
+            match commands::command_payload_len(header.rpc.function, &self.rx_buf[..chunk_len]) {
+                Ok(Some(total)) if total >= chunk_len && total <= fw::MAX_RPC_PAYLOAD => total,
+                Ok(None) => chunk_len,
+                Ok(Some(_)) | Err(_) => {
+                    return self.reject(header.rpc.function, header.rpc.sequence)
+                }
+            };
+        // Only a full head is followed by continuation records.
+        if total > chunk_len && chunk_len != fw::MAX_ELEMENT_PAYLOAD {
+            return self.reject(header.rpc.function, header.rpc.sequence);
+        }
+        if total > chunk_len {
+            if self.rx_buf.len() < total {
+                self.rx_buf.resize(total, 0, GFP_KERNEL)?;
+            }
+            self.assembly = Some(Assembly {
+                function: header.rpc.function,
+                sequence: header.rpc.sequence,
+                total,
+                filled: chunk_len,
+            });
+            return Ok(());
+        }
+        self.handle_received(header.rpc.function, header.rpc.sequence, chunk_len)
+    }
+
+    /// Validates `raw`, the header of the command element at our read pointer, copied out
+    /// of `cpuq`, then copies just the payload bytes it announces into `rx_buf` and
+    /// verifies the checksum there; returns the header and the payload length.
+    ///
+    /// A head goes to the start of `rx_buf`, which grows to hold its whole command; a
+    /// continuation record right after the bytes of the command being reassembled (or,
+    /// if it does not belong there, to the start: the command is lost anyway).
+    fn copy_and_check(&mut self, raw: &GspMsgElement) -> Result<(GspMsgElement, usize)> {
+        let (header, chunk_len) = fw::validate_header(raw.as_bytes(), raw.elem_count)?;
+        let at = match &self.assembly {
+            Some(asm)
+                if header.rpc.function == u32::from(MsgFunction::ContinuationRecord)
+                    && asm.sequence == header.rpc.sequence
+                    && asm.filled + chunk_len <= asm.total =>
+            {
+                asm.filled
+            }
+            _ => 0,
+        };
+        // A head's whole command is reserved once it is known to be split (below, in
+        // `consume_element`); the buffer only grows.
+        let need = at + chunk_len;
+        if self.rx_buf.len() < need {
+            self.rx_buf.resize(need, 0, GFP_KERNEL)?;
+        }
+        let chunk = &mut self.rx_buf[at..at + chunk_len];
+        read_cpuq(self.mem, self.ring, ELEMENT_HEADER_SIZE, chunk)?;
+        fw::verify_checksum(&header, chunk)?;
+        if let Some(expected) = self.rx_seq {
+            if header.seq_num != expected {
+                return Err(EIO);
+            }
+        }
+        self.rx_seq = Some(header.seq_num.wrapping_add(1));
+        Ok((header, chunk_len))
+    }
+
+    /// Acts on the whole command of `len` payload bytes at the start of `rx_buf`.
+    fn handle_received(&mut self, function: u32, sequence: u32, len: usize) -> Result {
+        let buf = core::mem::take(&mut self.rx_buf);
+        let result = self.handle_command(function, sequence, &buf[..len]);
+        self.rx_buf = buf;
+        result
+    }
+
+    /// Answers a malformed command with an error reply.
+    fn reject(&mut self, function: u32, sequence: u32) -> Result {
+        self.stats.malformed += 1;
+        self.queue(function, sequence, fw::NV_ERR_INVALID_ARGUMENT, KVec::new())
+    }
+
+    /// Acts on a whole command; a function it does not serve, known or not, gets an
+    /// `NV_ERR_NOT_SUPPORTED` reply.
+    fn handle_command(&mut self, function: u32, sequence: u32, payload: &[u8]) -> Result {
+        self.stats.commands += 1;
+        match MsgFunction::try_from(function) {
+            Ok(MsgFunction::Nop) => {
+                let mut echo = KVec::with_capacity(payload.len(), GFP_KERNEL)?;
+                echo.extend_from_slice(payload, GFP_KERNEL)?;
+                self.reply(function, sequence, echo)?;
+            }
+            Ok(MsgFunction::VgspEcho) => {
+                // `consume_element` checked that the header's length is the payload's.
+                let bytes = &payload[core::mem::size_of::<EchoHeader>()..];
+                let mut echo = KVec::with_capacity(bytes.len(), GFP_KERNEL)?;
+                echo.extend_from_slice(bytes, GFP_KERNEL)?;
+                self.reply(function, sequence, echo)?;
+            }
+            Ok(MsgFunction::VgspSink) => self.reply(function, sequence, KVec::new())?,
+            Ok(MsgFunction::GspSetSystemInfo) => match GspSetSystemInfo::read_from_bytes(payload) {
+                Ok(info) => self.system_info = Some(info),
+                Err(_) => return self.reject(function, sequence),
+            },
+            Ok(MsgFunction::SetRegistry) => match parse_registry(payload) {
+                Some(n) => {
+                    self.registry_entries = Some(n);
+                    self.boot_done()?;
+                }
+                None => return self.reject(function, sequence),
+            },
+            Ok(MsgFunction::GetGspStaticInfo) => {
+                let info = static_info(payload);
+                let mut out = KVec::new();
+                out.extend_from_slice(info.as_bytes(), GFP_KERNEL)?;
+                self.reply(function, sequence, out)?;
+            }
+            Ok(MsgFunction::UnloadingGuestDriver) => self.reply(function, sequence, KVec::new())?,
+            Ok(MsgFunction::VgspCeCopy) => match self.accept_copy(payload) {
+                Some(job) => {
+                    // Acknowledge first: the bytes land in the steps after the reply.
+                    self.reply(function, sequence, KVec::new())?;
+                    self.copy = Some(job);
+                }
+                None => return self.reject(function, sequence),
+            },
+            _ => {
+                self.queue(function, sequence, fw::NV_ERR_NOT_SUPPORTED, KVec::new())?;
+                self.stats.replies += 1;
+            }
+        }
+        if self.log_every != 0 && self.stats.commands.is_multiple_of(self.log_every) {
+            let mut line = KVec::new();
+            let text = LogLine::commands(self.stats.commands);
+            line.extend_from_slice(text.as_bytes(), GFP_KERNEL)?;
+            self.event(MsgFunction::UcodeLibosPrint, line)?;
+        }
+        Ok(())
+    }
+}
+
+/// Returns the static configuration of the virtual GPU, filled into `request` (the
+/// driver's zeroed structure) where that has the right size, into zeroes otherwise: its
+/// names, [`FB_LENGTH`] of frame buffer as one usable region, and the subsystem ids of
+/// [`PCI_FUNCTION`] as the VBIOS's.
+fn static_info(request: &[u8]) -> GspStaticConfigInfo {
+    let mut info = GspStaticConfigInfo::read_from_bytes(request).unwrap_or_default();
+    info.name = [0; 64];
+    // PANIC: both names are shorter than their fields (asserted beside them).
+    info.name[..GPU_NAME.len()].copy_from_slice(GPU_NAME.as_bytes());
+    info.name_utf16 = [0; 64];
+    for (unit, byte) in info.name_utf16.iter_mut().zip(GPU_NAME.bytes()) {
+        *unit = u16::from(byte);
+    }
+    info.short_name = [0; 64];
+    info.short_name[..GPU_SHORT_NAME.len()].copy_from_slice(GPU_SHORT_NAME.as_bytes());
+    info.fb_length = FB_LENGTH;
+    info.fb_regions.count = 1;
+    info.fb_regions.regions[0] = FbRegion {
+        base: 0,
+        limit: FB_LENGTH - 1,
+        support_compressed: 1,
+        support_iso: 1,
+        ..FbRegion::default()
+    };
+    info.vbios_valid = 1;
+    info.vbios_sub_vendor = u32::from(PCI_FUNCTION.subsystem_vendor_id);
+    info.vbios_sub_device = u32::from(PCI_FUNCTION.subsystem_id);
+    info
+}
+
+/// Checks a packed registry table as r570 lays it out; returns its number of entries.
+///
+/// The table's `size` must be the payload's length, and every entry must lie inside it
+/// with a NUL-terminated key and a known type: a number with `length` 0 (as upstream
+/// sends it) or 4 (as nouveau does), or a blob or string whose `length` bytes at offset
+/// `data` lie inside the table (a string's last one its NUL).
+fn parse_registry(payload: &[u8]) -> Option<u32> {
+    let (table, rest) = PackedRegistryTable::read_from_prefix(payload).ok()?;
+    if usize::try_from(table.size).ok()? != payload.len() {
+        return None;
+    }
+    let mut entries = rest;
+    for _ in 0..table.num_entries {
+        let (entry, next) = PackedRegistryEntry::read_from_prefix(entries).ok()?;
+        let name = payload.get(usize::try_from(entry.name_offset).ok()?..)?;
+        name.iter().position(|&b| b == 0)?;
+        let length = usize::try_from(entry.length).ok()?;
+        match RegistryEntryType::try_from(entry.type_).ok()? {
+            RegistryEntryType::Dword if length == 0 || length == 4 => {}
+            RegistryEntryType::Dword => return None,
+            kind => {
+                let start = usize::try_from(entry.data).ok()?;
+                let value = payload.get(start..start.checked_add(length)?)?;
+                if kind == RegistryEntryType::String && value.last() != Some(&0) {
+                    return None;
+                }
+            }
+        }
+        entries = next;
+    }
+    Some(table.num_entries)
+}

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What the GSP sends: replies and unasked events, queued in the outbox and sent on
+//! `gspq` one element at a time, large ones split into continuation records.
+
+use kernel::prelude::*;
+use nova_core::gsp::{
+    commands::GspInitDone,
+    fw::{
+        self,
+        GspMsgElement,
+        MsgFunction,
+        ELEMENT_HEADER_SIZE,
+        GSPQ_OFFSET,
+        MAX_ELEMENT_PAYLOAD, //
+    },
+};
+use zerocopy::IntoBytes;
+
+use crate::{
+    Progress,
+    Vgsp, //
+};
+
+/// A message waiting to be sent, possibly partly sent already.
+pub(crate) struct Outgoing {
+    function: u32,
+    sequence: u32,
+    rpc_result: u32,
+    payload: KVec<u8>,
+    /// Payload bytes already sent.
+    sent: usize,
+    /// Whether the head element is out.
+    head_sent: bool,
+}
+
+impl Vgsp<'_> {
+    /// Queues a line of the GSP's log (`UCODE_LIBOS_PRINT`), sent unasked.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if memory cannot be had.
+    pub fn log(&mut self, line: &[u8]) -> Result {
+        let mut payload = KVec::new();
+        payload.extend_from_slice(line, GFP_KERNEL)?;
+        self.event(MsgFunction::UcodeLibosPrint, payload)
+    }
+
+    /// Queues the boot log and `GSP_INIT_DONE`.
+    pub(crate) fn boot_done(&mut self) -> Result {
+        for text in [
+            "vgsp: RM init start",
+            "vgsp: message queues up",
+            "vgsp: RM init done",
+        ] {
+            let mut line = KVec::new();
+            line.extend_from_slice(text.as_bytes(), GFP_KERNEL)?;
+            self.event(MsgFunction::UcodeLibosPrint, line)?;
+        }
+        let mut done = KVec::new();
+        done.extend_from_slice(GspInitDone { status: fw::NV_OK }.as_bytes(), GFP_KERNEL)?;
+        self.event(MsgFunction::GspInitDone, done)
+    }
+
+    pub(crate) fn reply(&mut self, function: u32, sequence: u32, payload: KVec<u8>) -> Result {
+        self.stats.replies += 1;
+        self.queue(function, sequence, fw::NV_OK, payload)
+    }
+
+    pub(crate) fn event(&mut self, function: MsgFunction, payload: KVec<u8>) -> Result {
+        self.stats.events += 1;
+        self.queue(function.into(), 0, fw::NV_OK, payload)
+    }
+
+    pub(crate) fn queue(
+        &mut self,
+        function: u32,
+        sequence: u32,
+        rpc_result: u32,
+        payload: KVec<u8>,
+    ) -> Result {
+        self.outbox.push(
+            Outgoing {
+                function,
+                sequence,
+                rpc_result,
+                payload,
+                sent: 0,
+                head_sent: false,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(())
+    }
+
+    /// Sends the next element of the first pending message if `gspq` has room.
+    pub(crate) fn send_pending(&mut self) -> Result<Progress> {
+        let idx = self.outbox_head;
+        let (function, chunk_len, total) = {
+            let out = &self.outbox[idx];
+            let chunk_len = (out.payload.len() - out.sent).min(MAX_ELEMENT_PAYLOAD);
+            let function = if out.head_sent {
+                u32::from(MsgFunction::ContinuationRecord)
+            } else {
+                out.function
+            };
+            let total = if out.head_sent {
+                chunk_len
+            } else {
+                out.payload.len()
+            };
+            (function, chunk_len, total)
+        };
+        if !self.has_free(fw::elem_count_for(chunk_len))? {
+            return Ok(Progress::Blocked);
+        }
+
+        let out = &self.outbox[idx];
+        let chunk = &out.payload[out.sent..out.sent + chunk_len];
+        let mut header = GspMsgElement::new(self.tx_seq, function, out.sequence, chunk_len, total);
+        header.rpc.rpc_result = out.rpc_result;
+        header.rpc.rpc_result_private = out.rpc_result;
+
+        header.seal(chunk);
+
+        let start = self.ring.write_offset(0);
+        let mem = self.mem;
+        let hdr = header.as_bytes();
+        fw::for_each_ring_piece(start, hdr.len(), |off, r| {
+            mem.write_bytes(GSPQ_OFFSET + fw::slot_offset(0) + off, &hdr[r])
+        })?;
+        fw::for_each_ring_piece(start + ELEMENT_HEADER_SIZE, chunk.len(), |off, r| {
+            mem.write_bytes(GSPQ_OFFSET + fw::slot_offset(0) + off, &chunk[r])
+        })?;
+        self.advance_gsp_write_ptr(header.elem_count)?;
+        self.tx_seq = self.tx_seq.wrapping_add(1);
+        if function == u32::from(MsgFunction::ContinuationRecord) {
+            self.stats.continuations_out += 1;
+        }
+
+        let out = &mut self.outbox[idx];
+        out.sent += chunk_len;
+        out.head_sent = true;
+        if out.sent == out.payload.len() {
+            self.outbox_head += 1;
+        }
+        Ok(Progress::Worked)
+    }
+}
+
+/// A short formatted log line without allocation.
+pub(crate) struct LogLine {
+    buf: [u8; 64],
+    len: usize,
+}
+
+impl LogLine {
+    pub(crate) fn commands(n: u64) -> Self {
+        let mut line = Self {
+            buf: [0; 64],
+            len: 0,
+        };
+        let _ = core::fmt::write(&mut line, format_args!("vgsp: {n} commands handled"));
+        line
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl core::fmt::Write for LogLine {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let end = self.len + s.len();
+        if end > self.buf.len() {
+            return Err(core::fmt::Error);
+        }
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
