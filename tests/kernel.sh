@@ -180,11 +180,18 @@ tier() {
     say "$arch: building the tree's Rust crates (rust/; cold: a few minutes)"
     run_logged "$build/build-rust.log" "$arch rust/" "${kmake[@]}" rust/ ||
         { tail -n 30 "$build/build-rust.log"; fail "$arch: building rust/ (log: $build/build-rust.log)"; }
+    # The crates are rebuilt when the tree's core changed, or the script that builds them
+    # (its list of crates) did: by content, as modification times of a fresh clone say
+    # nothing.
+    local crates_stamp
+    crates_stamp=$(sha256sum tests/kernel/extern-crates.sh | cut -d' ' -f1)
     if [ ! -f "$build/vgsp-crates/consumer-flags" ] ||
-        [ "$build/rust/libcore.rmeta" -nt "$build/vgsp-crates/consumer-flags" ]; then
+        [ "$build/rust/libcore.rmeta" -nt "$build/vgsp-crates/consumer-flags" ] ||
+        [ "$(cat "$build/vgsp-crates/script.sha256" 2>/dev/null)" != "$crates_stamp" ]; then
         say "$arch: building zerocopy, bitfield-struct and static_assertions for the tree (about a minute)"
         tests/kernel/extern-crates.sh "$build" "$build/vgsp-crates" >"$build/extern-crates.log" 2>&1 ||
             { tail -n 20 "$build/extern-crates.log"; fail "$arch: extern crates (log: $build/extern-crates.log)"; }
+        printf '%s\n' "$crates_stamp" >"$build/vgsp-crates/script.sha256"
     fi
     # make goes by modification times, and the tree reaches the project through a link to
     # whichever checkout ran last: one whose files are older than the objects (another

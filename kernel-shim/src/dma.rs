@@ -278,9 +278,7 @@ impl<T: AsBytes + FromBytes> Coherent<T> {
         let ptr = alloc_zeroed(size_of::<T>(), align_of::<T>())?;
         Ok(Self::owned(ptr.cast()))
     }
-}
 
-impl<T: AsBytes + FromBytes> Coherent<[T]> {
     /// Allocates coherent memory for `len` values of `T`, zeroed.
     ///
     /// # Errors
@@ -288,15 +286,21 @@ impl<T: AsBytes + FromBytes> Coherent<[T]> {
     /// - `EINVAL` if `len` is zero, `T` is zero-sized or aligned beyond a page.
     /// - `EOVERFLOW` if the size overflows.
     /// - `ENOMEM` if the memory cannot be had.
-    pub fn zeroed_slice(_dev: &Device<Bound>, len: usize, _gfp_flags: Flags) -> Result<Self> {
+    pub fn zeroed_slice(
+        _dev: &Device<Bound>,
+        len: usize,
+        _gfp_flags: Flags,
+    ) -> Result<Coherent<[T]>> {
         let size = size_of::<T>().checked_mul(len).ok_or(EOVERFLOW)?;
         let ptr = alloc_zeroed(size, align_of::<T>())?;
-        Ok(Self::owned(NonNull::slice_from_raw_parts(
+        Ok(Coherent::owned(NonNull::slice_from_raw_parts(
             ptr.cast::<T>(),
             len,
         )))
     }
+}
 
+impl<T> Coherent<[T]> {
     /// The number of values in the memory.
     #[inline]
     pub fn len(&self) -> usize {
@@ -346,7 +350,7 @@ impl<T: AsBytes + FromBytes> CoherentBox<[T]> {
     ///
     /// As [`Coherent::zeroed_slice`].
     pub fn zeroed_slice(dev: &Device<Bound>, len: usize, gfp_flags: Flags) -> Result<Self> {
-        Ok(Self(Coherent::zeroed_slice(dev, len, gfp_flags)?))
+        Ok(Self(Coherent::<T>::zeroed_slice(dev, len, gfp_flags)?))
     }
 }
 

@@ -322,14 +322,14 @@ fn coherent_zeroed_of_a_zero_sized_type_is_einval() {
 #[test]
 fn coherent_zeroed_slice_of_zero_elements_is_einval() {
     assert_eq!(
-        Coherent::<[u32]>::zeroed_slice(dev(), 0, GFP_KERNEL).err(),
+        Coherent::<u32>::zeroed_slice(dev(), 0, GFP_KERNEL).err(),
         Some(EINVAL)
     );
 }
 
 #[test]
 fn coherent_zeroed_slice_holds_len_elements() -> Result {
-    let mem = Coherent::<[u32]>::zeroed_slice(dev(), 5, GFP_KERNEL)?;
+    let mem = Coherent::<u32>::zeroed_slice(dev(), 5, GFP_KERNEL)?;
     assert_eq!(mem.len(), 5);
     assert_eq!(Io::len(&mem), 5);
     assert_eq!(mem.size(), 5 * size_of::<u32>());
@@ -393,7 +393,7 @@ fn io_write_through_an_index_lands_at_the_elements_offset() -> Result {
 
 #[test]
 fn io_project_of_a_slice_past_its_len_returns_erange() -> Result {
-    let mem = Coherent::<[u32]>::zeroed_slice(dev(), 5, GFP_KERNEL)?;
+    let mem = Coherent::<u32>::zeroed_slice(dev(), 5, GFP_KERNEL)?;
     let read_at = |i: usize| -> Result<u32> { Ok(io_read!(&mem, [try: i])) };
     assert_eq!(read_at(5), Err(ERANGE));
     Ok(())
@@ -434,7 +434,7 @@ fn copy_read_returns_every_field() -> Result {
 
 #[test]
 fn byte_view_copy_from_slice_then_copy_to_slice_round_trips() -> Result {
-    let mem = Coherent::<[u8]>::zeroed_slice(dev(), 16, GFP_KERNEL)?;
+    let mem = Coherent::<u8>::zeroed_slice(dev(), 16, GFP_KERNEL)?;
     let data: [u8; 16] = core::array::from_fn(|i| 0x10 + i as u8);
     (&mem).copy_from_slice(&data);
     let mut out = [0u8; 16];
@@ -445,7 +445,7 @@ fn byte_view_copy_from_slice_then_copy_to_slice_round_trips() -> Result {
 
 #[test]
 fn copy_from_slice_into_a_range_view_writes_only_that_range() -> Result {
-    let mem = Coherent::<[u8]>::zeroed_slice(dev(), 8, GFP_KERNEL)?;
+    let mem = Coherent::<u8>::zeroed_slice(dev(), 8, GFP_KERNEL)?;
     io_project!(&mem, [try: 2..5]).copy_from_slice(&[1, 2, 3]);
     let mut out = [0xffu8; 8];
     (&mem).copy_to_slice(&mut out);
@@ -456,14 +456,14 @@ fn copy_from_slice_into_a_range_view_writes_only_that_range() -> Result {
 #[test]
 #[should_panic(expected = "copy into I/O memory of another size")]
 fn copy_from_slice_of_another_length_panics() {
-    let mem = Coherent::<[u8]>::zeroed_slice(dev(), 8, GFP_KERNEL).expect("8 bytes");
+    let mem = Coherent::<u8>::zeroed_slice(dev(), 8, GFP_KERNEL).expect("8 bytes");
     (&mem).copy_from_slice(&[0; 7]);
 }
 
 #[test]
 #[should_panic(expected = "copy out of I/O memory of another size")]
 fn copy_to_slice_of_another_length_panics() {
-    let mem = Coherent::<[u8]>::zeroed_slice(dev(), 8, GFP_KERNEL).expect("8 bytes");
+    let mem = Coherent::<u8>::zeroed_slice(dev(), 8, GFP_KERNEL).expect("8 bytes");
     (&mem).copy_to_slice(&mut [0; 9]);
 }
 
@@ -485,7 +485,7 @@ fn coherent_box_writes_are_seen_through_the_coherent_it_becomes() -> Result {
 #[test]
 fn read_observer_sees_copy_to_slice_offset_and_len() -> Result {
     let log = ReadLog::default();
-    let mut mem = Coherent::<[u8]>::zeroed_slice(dev(), 32, GFP_KERNEL)?;
+    let mut mem = Coherent::<u8>::zeroed_slice(dev(), 32, GFP_KERNEL)?;
     // SAFETY: `log` is declared before `mem`, so it is dropped after it, and it does not
     // move meanwhile.
     unsafe { mem.set_read_observer(&log) };
@@ -520,7 +520,7 @@ fn read_observer_is_not_called_by_a_word_read() -> Result {
 #[test]
 fn read_observer_writes_are_what_the_copy_reads() -> Result {
     let scribbler = Scribbler::default();
-    let mut mem = Coherent::<[u8]>::zeroed_slice(dev(), 16, GFP_KERNEL)?;
+    let mut mem = Coherent::<u8>::zeroed_slice(dev(), 16, GFP_KERNEL)?;
     // SAFETY: the allocation is page-aligned and valid for `mem.size()` bytes while `mem`
     // lives; only `mem`'s own copies call the observer, so the view is used no longer.
     let view = unsafe { DmaView::from_raw_parts(mem.as_mut_ptr().cast(), mem.size()) };

@@ -54,7 +54,8 @@ command -v python3 >/dev/null || die "python3 is required"
 CARGO=${CARGO:-cargo}
 command -v "$CARGO" >/dev/null || die "cargo not found (needed for 'cargo vendor' only)"
 
-DEPS=${EXTERN_CRATES_DEPS:-'zerocopy = { version = "0.8", features = ["derive"] }
+DEPS=${EXTERN_CRATES_DEPS:-'zerocopy = "0.8"
+zerocopy-derive = "0.8"
 bitfield-struct = "0.13"
 static_assertions = "1.1"'}
 

@@ -85,7 +85,7 @@ impl CopyArena {
         if data_len == 0 {
             return Err(EINVAL);
         }
-        let mem = Coherent::<[u8]>::zeroed_slice(
+        let mem = Coherent::<u8>::zeroed_slice(
             dev,
             Self::DATA.checked_add(data_len).ok_or(EINVAL)?,
             GFP_KERNEL,

@@ -22,6 +22,11 @@ use static_assertions::const_assert_eq;
 use zerocopy::{
     FromBytes,
     FromZeros,
+    IntoBytes, //
+};
+// The derives: see `fw`.
+use zerocopy_derive::{
+    FromBytes,
     Immutable,
     IntoBytes,
     KnownLayout, //

@@ -61,6 +61,12 @@ use static_assertions::{
 };
 use zerocopy::{
     FromBytes,
+    IntoBytes, //
+};
+// The derives come from `zerocopy_derive` itself, as Linux 7.3's in-tree zerocopy re-exports
+// none of them (its `derive` feature is off).
+use zerocopy_derive::{
+    FromBytes,
     Immutable,
     IntoBytes,
     KnownLayout, //
