@@ -370,6 +370,71 @@ fn view_at_fixed<'a, IO: Io<'a>, U>(
     unsafe { IO::Backend::project_view(view, base.cast::<U>().wrapping_byte_add(offset)) }
 }
 
+/// The fixed-width accessors of [`Io`] (`try_read32`, `write32`, ...), one set per width,
+/// each a shorthand for [`Io::try_read`], [`Io::try_write`], [`Io::read`] or [`Io::write`] at a
+/// byte offset.
+macro_rules! width_accessors {
+    ($($t:ty: $try_read:ident, $try_write:ident, $read:ident, $write:ident;)*) => {$(
+        #[doc = concat!("Reads the `", stringify!($t), "` at `offset`.")]
+        ///
+        /// # Errors
+        ///
+        /// - `EINVAL` if it lies outside the view or is unaligned.
+        #[inline(always)]
+        fn $try_read(self, offset: usize) -> Result<$t>
+        where
+            usize: IoLoc<Self::Target, $t, IoType = $t>,
+            Self::Backend: IoCapable<$t>,
+        {
+            self.try_read(offset)
+        }
+
+        #[doc = concat!("Writes `value` as the `", stringify!($t), "` at `offset`.")]
+        ///
+        /// # Errors
+        ///
+        /// - `EINVAL` if it lies outside the view or is unaligned.
+        #[inline(always)]
+        fn $try_write(self, value: $t, offset: usize) -> Result
+        where
+            usize: IoLoc<Self::Target, $t, IoType = $t>,
+            Self::Backend: IoCapable<$t>,
+        {
+            self.try_write(offset, value)
+        }
+
+        #[doc = concat!("Reads the `", stringify!($t), "` at the constant `offset`.")]
+        ///
+        /// # Panics
+        ///
+        /// As [`Io::read`].
+        #[track_caller]
+        #[inline(always)]
+        fn $read(self, offset: usize) -> $t
+        where
+            usize: IoLoc<Self::Target, $t, IoType = $t>,
+            Self::Backend: IoCapable<$t>,
+        {
+            self.read(offset)
+        }
+
+        #[doc = concat!("Writes `value` as the `", stringify!($t), "` at the constant `offset`.")]
+        ///
+        /// # Panics
+        ///
+        /// As [`Io::write`].
+        #[track_caller]
+        #[inline(always)]
+        fn $write(self, value: $t, offset: usize)
+        where
+            usize: IoLoc<Self::Target, $t, IoType = $t>,
+            Self::Backend: IoCapable<$t>,
+        {
+            self.write(offset, value)
+        }
+    )*};
+}
+
 /// The accessors of every I/O view ([`IoBase`]); the widths each backend supports come
 /// from its [`IoCapable`] implementations.
 pub trait Io<'a>: IoBase<'a> {
@@ -496,172 +561,11 @@ pub trait Io<'a>: IoBase<'a> {
         unsafe { Self::Backend::copy_from_io(self.as_view(), data.as_mut_ptr()) }
     }
 
-    /// Reads the `u8` at `offset`. `EINVAL` outside the view.
-    #[inline(always)]
-    fn try_read8(self, offset: usize) -> Result<u8>
-    where
-        usize: IoLoc<Self::Target, u8, IoType = u8>,
-        Self::Backend: IoCapable<u8>,
-    {
-        self.try_read(offset)
-    }
-
-    /// Reads the `u16` at `offset`. `EINVAL` outside the view or unaligned.
-    #[inline(always)]
-    fn try_read16(self, offset: usize) -> Result<u16>
-    where
-        usize: IoLoc<Self::Target, u16, IoType = u16>,
-        Self::Backend: IoCapable<u16>,
-    {
-        self.try_read(offset)
-    }
-
-    /// Reads the `u32` at `offset`. `EINVAL` outside the view or unaligned.
-    #[inline(always)]
-    fn try_read32(self, offset: usize) -> Result<u32>
-    where
-        usize: IoLoc<Self::Target, u32, IoType = u32>,
-        Self::Backend: IoCapable<u32>,
-    {
-        self.try_read(offset)
-    }
-
-    /// Reads the `u64` at `offset`. `EINVAL` outside the view or unaligned.
-    #[inline(always)]
-    fn try_read64(self, offset: usize) -> Result<u64>
-    where
-        usize: IoLoc<Self::Target, u64, IoType = u64>,
-        Self::Backend: IoCapable<u64>,
-    {
-        self.try_read(offset)
-    }
-
-    /// Writes the `u8` at `offset`. `EINVAL` outside the view.
-    #[inline(always)]
-    fn try_write8(self, value: u8, offset: usize) -> Result
-    where
-        usize: IoLoc<Self::Target, u8, IoType = u8>,
-        Self::Backend: IoCapable<u8>,
-    {
-        self.try_write(offset, value)
-    }
-
-    /// Writes the `u16` at `offset`. `EINVAL` outside the view or unaligned.
-    #[inline(always)]
-    fn try_write16(self, value: u16, offset: usize) -> Result
-    where
-        usize: IoLoc<Self::Target, u16, IoType = u16>,
-        Self::Backend: IoCapable<u16>,
-    {
-        self.try_write(offset, value)
-    }
-
-    /// Writes the `u32` at `offset`. `EINVAL` outside the view or unaligned.
-    #[inline(always)]
-    fn try_write32(self, value: u32, offset: usize) -> Result
-    where
-        usize: IoLoc<Self::Target, u32, IoType = u32>,
-        Self::Backend: IoCapable<u32>,
-    {
-        self.try_write(offset, value)
-    }
-
-    /// Writes the `u64` at `offset`. `EINVAL` outside the view or unaligned.
-    #[inline(always)]
-    fn try_write64(self, value: u64, offset: usize) -> Result
-    where
-        usize: IoLoc<Self::Target, u64, IoType = u64>,
-        Self::Backend: IoCapable<u64>,
-    {
-        self.try_write(offset, value)
-    }
-
-    /// Reads the `u8` at the constant `offset` (see [`Io::read`]).
-    #[track_caller]
-    #[inline(always)]
-    fn read8(self, offset: usize) -> u8
-    where
-        usize: IoLoc<Self::Target, u8, IoType = u8>,
-        Self::Backend: IoCapable<u8>,
-    {
-        self.read(offset)
-    }
-
-    /// Reads the `u16` at the constant `offset` (see [`Io::read`]).
-    #[track_caller]
-    #[inline(always)]
-    fn read16(self, offset: usize) -> u16
-    where
-        usize: IoLoc<Self::Target, u16, IoType = u16>,
-        Self::Backend: IoCapable<u16>,
-    {
-        self.read(offset)
-    }
-
-    /// Reads the `u32` at the constant `offset` (see [`Io::read`]).
-    #[track_caller]
-    #[inline(always)]
-    fn read32(self, offset: usize) -> u32
-    where
-        usize: IoLoc<Self::Target, u32, IoType = u32>,
-        Self::Backend: IoCapable<u32>,
-    {
-        self.read(offset)
-    }
-
-    /// Reads the `u64` at the constant `offset` (see [`Io::read`]).
-    #[track_caller]
-    #[inline(always)]
-    fn read64(self, offset: usize) -> u64
-    where
-        usize: IoLoc<Self::Target, u64, IoType = u64>,
-        Self::Backend: IoCapable<u64>,
-    {
-        self.read(offset)
-    }
-
-    /// Writes the `u8` at the constant `offset` (see [`Io::write`]).
-    #[track_caller]
-    #[inline(always)]
-    fn write8(self, value: u8, offset: usize)
-    where
-        usize: IoLoc<Self::Target, u8, IoType = u8>,
-        Self::Backend: IoCapable<u8>,
-    {
-        self.write(offset, value)
-    }
-
-    /// Writes the `u16` at the constant `offset` (see [`Io::write`]).
-    #[track_caller]
-    #[inline(always)]
-    fn write16(self, value: u16, offset: usize)
-    where
-        usize: IoLoc<Self::Target, u16, IoType = u16>,
-        Self::Backend: IoCapable<u16>,
-    {
-        self.write(offset, value)
-    }
-
-    /// Writes the `u32` at the constant `offset` (see [`Io::write`]).
-    #[track_caller]
-    #[inline(always)]
-    fn write32(self, value: u32, offset: usize)
-    where
-        usize: IoLoc<Self::Target, u32, IoType = u32>,
-        Self::Backend: IoCapable<u32>,
-    {
-        self.write(offset, value)
-    }
-
-    /// Writes the `u64` at the constant `offset` (see [`Io::write`]).
-    #[track_caller]
-    #[inline(always)]
-    fn write64(self, value: u64, offset: usize)
-    where
-        usize: IoLoc<Self::Target, u64, IoType = u64>,
-        Self::Backend: IoCapable<u64>,
-    {
-        self.write(offset, value)
+    width_accessors! {
+        u8: try_read8, try_write8, read8, write8;
+        u16: try_read16, try_write16, read16, write16;
+        u32: try_read32, try_write32, read32, write32;
+        u64: try_read64, try_write64, read64, write64;
     }
 
     /// Reads the value at `location`.

@@ -31,8 +31,12 @@ const TARBALL: &str = "usr/src/linux-source-7.3.tar.xz";
 /// The keyring the private configuration trusts (Debian's, as the system's sources do).
 const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
 
-/// Returns the cache directory.
-fn cache() -> Result<PathBuf, String> {
+/// Returns the cache directory: `$VGSP_CACHE`, default `~/.cache/vgsp`.
+///
+/// # Errors
+///
+/// - Neither `VGSP_CACHE` nor `HOME` is set.
+pub(crate) fn cache() -> Result<PathBuf, String> {
     if let Some(dir) = env::var_os("VGSP_CACHE") {
         return Ok(PathBuf::from(dir));
     }
@@ -41,7 +45,7 @@ fn cache() -> Result<PathBuf, String> {
 }
 
 /// Returns whether `tree` is a Linux 7.3 source tree with nova-core.
-fn is_linux_7_3(tree: &Path) -> bool {
+pub(crate) fn is_linux_7_3(tree: &Path) -> bool {
     let Ok(makefile) = fs::read_to_string(tree.join("Makefile")) else {
         return false;
     };

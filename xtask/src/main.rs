@@ -18,7 +18,11 @@
 //!
 //! `cargo xtask linux-7.3` and `cargo xtask check-patches [--tree DIR]`: the Linux 7.3
 //! tree and the patches of `upstream/` (see [`linux`]).
+//!
+//! `cargo xtask api-7.3 [--tree DIR]`: the errors of nova-core compiled against the
+//! pristine Linux 7.3 `kernel` crate (see [`api`]).
 
+mod api;
 mod linux;
 
 use std::{
@@ -422,9 +426,10 @@ fn main() -> ExitCode {
         Some("ordering-mutants") => ordering_mutants(&args[1..]),
         Some("linux-7.3") => linux::linux_7_3_command(&args[1..]),
         Some("check-patches") => linux::check_patches(&args[1..]),
+        Some("api-7.3") => api::api_7_3(&args[1..]),
         _ => Err(
             "usage: cargo xtask ordering-mutants [--jobs N] [--list] | linux-7.3 | \
-                  check-patches [--tree DIR]"
+                  check-patches [--tree DIR] | api-7.3 [--tree DIR]"
                 .into(),
         ),
     };
