@@ -31,7 +31,8 @@
 //! `rust/` of a pristine Linux 7.3.4 build (its unmodified `kernel`, `pin_init` and in-tree
 //! zerocopy, with bitfield-struct and static_assertions beside), stops at 8 errors, each
 //! an item below: `Coherent::atomic_u64` (2) and `Coherent::from_device_memory` (2), ours;
-//! `sync::barrier::DMA_MB_ALL_FULL`, ours; the `register!` fields, which 7.3 types
+//! `sync::barrier::DMA_MB_ALL_FULL`, ours (since then the driver names its barrier variant
+//! from its own feature: 7 errors; `cargo xtask api-7.3` measures it); the `register!` fields, which 7.3 types
 //! `num::Bounded` (2: a cast, and a `with_` given a `u32`); and `zeroed()` of a register,
 //! which 7.3 takes from `pin_init::Zeroable` in the prelude.
 //!
@@ -62,7 +63,7 @@
 //! | `io::poll::read_poll_timeout` | the same | same | Same signature and loop; ours has no `might_sleep()` check and no `#[track_caller]`. |
 //! | `sync::atomic::{Atomic<T>, Relaxed, Acquire, Release, Full}` | the same | same | `Atomic<T>` for `i32`/`u32`/`i64`/`u64`/`isize`/`usize` with 7.3's `new`, `from_ptr`, `as_ptr`, `get_mut`, `load`, `store`, `xchg`, `cmpxchg`, `add`, `fetch_add`, `fetch_sub`, and the sealed `ordering::{Ordering, AcquireOrRelaxed, ReleaseOrRelaxed}`; backed by `core`'s atomics (loom's under the model), `Full` as `SeqCst`. 7.3 also has `bool`/`i8`/`i16`/pointers, `AtomicFlag` and free functions; under loom ours has no `from_ptr`/`as_ptr`/`get_mut` and a non-`const` `new` (a loom atomic is not memory). |
 //! | `sync::barrier::{dma_mb, Full, Read, Write}` | the same | same | Same calls and instructions (arm64 `dmb osh`/`oshld`/`oshst`; x86-64 `mfence` or a compiler barrier); ours has `smp_mb`, `mb` too. `Full` is the atomics' `ordering::Full`, re-exported through `sync::barrier::ordering` as in 7.3. Under loom `dma_mb` is a fence. |
-//! | — | `sync::barrier::DMA_MB_ALL_FULL` | not in 7.3 | Benchmark switch (feature `dma-mb-all-full`), read by `nova_core.rs` to name the barrier variant it was built with. |
+//! | — | `sync::barrier::DMA_MB_ALL_FULL` | not in 7.3 | Benchmark switch (feature `dma-mb-all-full`); the benchmark checks at build time that `nova_core::BARRIER_ALL_FULL` (the driver's own feature) agrees with it. |
 //! | — | `sync::barrier::{FLAVOURS, DMA_INSTRUCTIONS, stats}` | not in 7.3 | Benchmark only (`vgsp-barriers`, feature `dma-mb-stats`). |
 //! | `sync::{Mutex, new_mutex!}` | — | 7.3 has, we lack | |
 //! | `time::Delta` (`Delta<U: TimeUnit = Nsec>`) | `time::Delta` | differs | Ours has no unit parameter, no `+`, `-`, `*`, `/`, `as_millis_ceil` or `rem_nanos`; it adds `Default` and makes `is_zero`, `is_negative`, `as_micros_ceil`, `as_millis` `const`. `as_micros_ceil` of a span below −1 µs differs: −1.5 µs gives 0 here, −1 in 7.3. The parts used (`ZERO`, `from_nanos`/`micros`/`millis`/`secs`, `as_nanos`, `as_millis`, `is_zero`) match. |

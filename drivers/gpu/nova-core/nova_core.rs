@@ -15,13 +15,16 @@ pub mod gsp;
 pub mod ivshmem;
 pub mod mbarrier;
 
+/// Whether this build's barriers are all `Full`: the benchmark-only feature `all-full`,
+/// which makes the `kernel` shim emit the `Full` instruction for every `dma_mb`. The
+/// benchmark checks at build time that the shim agrees (a shim feature enabled through
+/// another crate would not show here).
+pub const BARRIER_ALL_FULL: bool = cfg!(feature = "all-full");
+
 /// The barriers this build of the queue runs with, named for the benchmark's reports:
 /// `acq-rel`, the design, in every build but the benchmark's variant builds; `all-full` or
 /// `seed` for the benchmark-only features of [`gsp::cmdq`] (its "Barrier variants").
-pub const BARRIER_VARIANT: &str = match (
-    cfg!(feature = "seed-barriers"),
-    kernel::sync::barrier::DMA_MB_ALL_FULL,
-) {
+pub const BARRIER_VARIANT: &str = match (cfg!(feature = "seed-barriers"), BARRIER_ALL_FULL) {
     (false, false) => "acq-rel",
     (false, true) => "all-full",
     (true, false) => "seed",

@@ -180,9 +180,16 @@ pub use report::Report;
 /// The barrier variant of the driver this harness is built against, recorded with every
 /// queue figure: `acq-rel` (the design), or, in a build with one of this crate's features
 /// `all-full` and `seed-barriers` (forwarded to nova-core's), `all-full` or `seed`. Taken
-/// from the driver itself ([`nova_core::BARRIER_VARIANT`]), so it cannot lie whichever way
-/// the features were enabled.
+/// from the driver itself ([`nova_core::BARRIER_VARIANT`]); the assertion below keeps it
+/// from lying whichever way the features were enabled.
 pub const VARIANT: &str = nova_core::BARRIER_VARIANT;
+
+// The driver's idea of its barriers is the shim's: `all-full` enabled through `vgsp` alone
+// would make every barrier `Full` while the driver named its build `acq-rel`.
+const _: () = assert!(
+    nova_core::BARRIER_ALL_FULL == kernel::sync::barrier::DMA_MB_ALL_FULL,
+    "the driver and the shim disagree on whether every barrier is Full"
+);
 
 /// The name of the design's variant, against which the others are compared.
 pub const DESIGN_VARIANT: &str = "acq-rel";
