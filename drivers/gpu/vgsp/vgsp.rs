@@ -131,7 +131,7 @@ const RX_BUF_MIN: usize = fw::GSP_MSG_QUEUE_ELEMENT_SIZE_MAX;
 /// # Invariants
 ///
 /// `ring`'s write and read pointers are what the GSP last stored in `gspq.tx.writePtr`
-/// and `cpuq.rx.readPtr`; what it knows of the driver's pointers it learnt from
+/// and `gspq.rx.readPtr`; what it knows of the driver's pointers it learnt from
 /// [`Vgsp::cpu_read_ptr`] and [`Vgsp::cpu_write_ptr`].
 pub struct Vgsp<'a> {
     mem: DmaView<'a>,

@@ -222,7 +222,7 @@ fn poll_queue<T>(
 /// # Invariants
 ///
 /// `ring`'s write and read pointers are what the driver last stored in `cpuq.tx.writePtr`
-/// and `gspq.rx.readPtr`; what it knows of the GSP's pointers it learnt from
+/// and `cpuq.rx.readPtr`; what it knows of the GSP's pointers it learnt from
 /// [`Self::gsp_read_ptr`] and [`Self::gsp_write_ptr`].
 pub struct DmaGspMem {
     mem: Coherent<GspMem>,
