@@ -45,7 +45,7 @@ pub(crate) use freestanding::*;
 /// The page size: the alignment of every coherent allocation, as the kernel's.
 pub(crate) const PAGE_SIZE: usize = 4096;
 
-/// Allocates `size` zeroed, page-aligned bytes for [`crate::dma::CoherentAllocation`], or
+/// Allocates `size` zeroed, page-aligned bytes for [`crate::dma::Coherent`], or
 /// returns `None`. Outside a kernel every backend has a global allocator.
 pub(crate) fn alloc_coherent(size: usize) -> Option<core::ptr::NonNull<u8>> {
     let layout = core::alloc::Layout::from_size_align(size.max(1), PAGE_SIZE).ok()?;

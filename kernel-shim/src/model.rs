@@ -7,7 +7,7 @@
 //! threads, and everything they share goes through here:
 //!
 //! - 32-bit words of a coherent region (the ring pointers, read and written with
-//!   `dma_read!`/`dma_write!` or [`crate::dma::DmaView::read32`]/`write32`) are loom
+//!   `io_read!`/`io_write!` or [`crate::dma::DmaView::read32`]/`write32`) are loom
 //!   atomics, accessed relaxed, created on first use with the value in memory.
 //! - Bulk bytes (ring slots: headers and payloads) are tracked per 4 KiB page with a
 //!   loom `UnsafeCell`, so loom reports any two accesses of a page by the two agents

@@ -57,7 +57,7 @@ pub(crate) fn fsleep_ns(ns: u64) {
 }
 
 /// Allocates `size` zeroed, page-aligned, physically contiguous bytes for
-/// `dma::CoherentAllocation`, or returns `None`.
+/// `dma::Coherent`, or returns `None`.
 ///
 /// There is no device behind the queues yet (the virtual GSP is a kernel thread), so the
 /// memory comes from the page allocator rather than `dma_alloc_coherent`, and its bus
