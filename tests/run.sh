@@ -25,13 +25,12 @@
 #   8. upstream patches: every patch of upstream/ applies to Linux 7.3 and passes
 #      its checkpatch.pl --strict (`cargo xtask check-patches`; the 7.3 source is
 #      fetched from Debian once and cached, `cargo xtask linux-7.3`);
-#   9. kernel: tests/kernel.sh — Linux 6.12 with the project dropped in, built
-#      and booted under QEMU on x86_64 and arm64 with two CPUs; every KUnit
-#      suite (the ones above, an end-to-end suite with the virtual GSP on a
-#      kernel thread, the device suite with the GSP in a host process behind
-#      QEMU's ivshmem-doorbell device, the kernel's Rust doctests) must pass
-#      through kunit.py,
-#      and get_maintainer.pl must find MAINTAINERS' entry for the driver.
+#   9. kernel: `cargo xtask kernel-7.3` — Linux 7.3 with the project at drivers/vgsp
+#      (its rust/ untouched), built and booted under QEMU on x86_64 and arm64 with two
+#      CPUs; every KUnit suite (the ones above, an end-to-end suite with the virtual
+#      GSP on a kernel thread, the device suite with the GSP in a host process behind
+#      QEMU's ivshmem-doorbell device, 7.3's own Rust suites) must pass through
+#      kunit.py; and the tree's get_maintainer.pl must find MAINTAINERS' entries.
 #
 # Options: --host-only skips 4 to 9; --no-kernel skips 9.
 # It installs the Debian packages it needs when run as root, and caches what
@@ -114,12 +113,11 @@ apt_install() {
 }
 
 # Debian packages: the second rustc with the std source (for -Zbuild-std), its
-# linker, the aarch64 cross toolchain and qemu-user, and the kernel source
-# (for kunit.py).
+# linker, the aarch64 cross toolchain and qemu-user, and Python (for kunit.py).
 ensure_packages() {
     local want=(rustc-web cargo-web rust-web-src lld-22 llvm-22 qemu-user
-        gcc-aarch64-linux-gnu libc6-dev-arm64-cross linux-source-6.12 python3 xz-utils)
-    ((HOST_ONLY)) && want=(linux-source-6.12 python3 xz-utils)
+        gcc-aarch64-linux-gnu libc6-dev-arm64-cross python3 xz-utils)
+    ((HOST_ONLY)) && want=(python3 xz-utils)
     local need=() p
     for p in "${want[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
@@ -138,20 +136,13 @@ ensure_rust_components() {
     cargo clippy --version >/dev/null 2>&1 || rustup component add clippy || fail "clippy missing"
 }
 
-# The kernel's KUnit parser, unpacked once from Debian's linux-source-6.12.
+# The kernel's KUnit parser: Linux 7.3's, from the tree `cargo xtask linux-7.3` fetches
+# from Debian once and caches.
 kunit_py() {
-    local dir="$CACHE/linux-6.12-kunit"
-    if [ ! -f "$dir/tools/testing/kunit/kunit.py" ]; then
-        local tarball
-        tarball=$(ls /usr/src/linux-source-6.12*.tar.xz 2>/dev/null | head -n1) || true
-        [ -n "$tarball" ] || fail "no /usr/src/linux-source-6.12*.tar.xz; install linux-source-6.12"
-        step "unpacking tools/testing/kunit from $tarball (once)" >&2
-        mkdir -p "$dir.tmp"
-        tar -xJf "$tarball" -C "$dir.tmp" --strip-components=1 --wildcards '*/tools/testing/kunit/*' ||
-            fail "cannot unpack kunit.py from $tarball"
-        rm -rf "$dir" && mv "$dir.tmp" "$dir"
-    fi
-    echo "$dir/tools/testing/kunit/kunit.py"
+    local tree
+    tree=$(VGSP_CACHE=$CACHE cargo xtask linux-7.3) || fail "cannot get the Linux 7.3 tree (cargo xtask linux-7.3)"
+    [ -f "$tree/tools/testing/kunit/kunit.py" ] || fail "no tools/testing/kunit/kunit.py in $tree"
+    echo "$tree/tools/testing/kunit/kunit.py"
 }
 
 # Checks a KTAP file with kunit.py: exit status, every suite present, nothing failed.
@@ -287,9 +278,19 @@ VGSP_CACHE=$CACHE cargo xtask check-patches || fail "an upstream patch no longer
 pass "upstream patches"
 
 if ((KERNEL)); then
+    step "MAINTAINERS: Linux 7.3's get_maintainer.pl finds the entries"
+    tree=$(VGSP_CACHE=$CACHE cargo xtask linux-7.3) || fail "cannot get the Linux 7.3 tree"
+    for f in drivers/gpu/nova-core/gsp/cmdq.rs:'NOVA-CORE GSP COMMAND QUEUE' \
+        drivers/gpu/vgsp/vgsp.rs:'NOVA-CORE GSP COMMAND QUEUE' kernel-shim/src/dma.rs:'RUST KERNEL API SHIM'; do
+        out=$("$tree/scripts/get_maintainer.pl" --no-tree --no-git --no-git-fallback --mpath MAINTAINERS \
+            --roles -f "${f%%:*}" 2>&1) || fail "get_maintainer.pl -f ${f%%:*}: $out"
+        grep -q "maintainer:${f#*:}" <<<"$out" || fail "get_maintainer.pl finds no '${f#*:}' entry for ${f%%:*}: $out"
+        printf '  %s: %s\n' "${f%%:*}" "$(head -n1 <<<"$out")"
+    done
+    pass "MAINTAINERS"
     for arch in x86_64 arm64; do
-        step "kernel tier: tests/kernel.sh $arch"
-        tests/kernel.sh "$arch" || fail "kernel tier ($arch)"
+        step "kernel tier: cargo xtask kernel-7.3 $arch"
+        VGSP_CACHE=$CACHE cargo xtask kernel-7.3 "$arch" || fail "kernel tier ($arch)"
         pass "kernel tier ($arch)"
     done
 fi

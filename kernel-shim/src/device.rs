@@ -5,6 +5,10 @@
 //! A `&Device<Ctx>` promises the state `Ctx` names: [`Bound`] (bound to its driver, what
 //! DMA allocations take) or [`Normal`] (no promise). A `&Device<Bound>` derefs to a
 //! `&Device`.
+//!
+//! In host builds a device may also carry a DMA pool ([`Device::with_dma_pool`]; ours, test
+//! bench): its coherent allocations are then carved from memory another process shares,
+//! at the bus addresses the pool gives them.
 
 use core::marker::PhantomData;
 
@@ -34,10 +38,13 @@ impl DeviceContext for Bound {}
 /// # Invariants
 ///
 /// A `Device<Bound>` is bound for as long as it exists: the host's devices are made bound
-/// ([`Device::new`]) and never unbound.
-#[repr(transparent)]
+/// ([`Device::new`], [`Device::with_dma_pool`]) and never unbound.
+// `repr(C)`: the same layout whatever `Ctx`, a zero-sized marker after the fields.
+#[repr(C)]
 pub struct Device<Ctx: DeviceContext = Normal> {
     name: &'static str,
+    #[cfg(all(feature = "host", not(loom)))]
+    dma_pool: Option<&'static crate::host::DmaPool>,
     _ctx: PhantomData<Ctx>,
 }
 
@@ -49,6 +56,25 @@ impl Device<Bound> {
         // INVARIANT: the host's devices are never unbound.
         Self {
             name,
+            #[cfg(all(feature = "host", not(loom)))]
+            dma_pool: None,
+            _ctx: PhantomData,
+        }
+    }
+
+    /// Creates a device called `name`, bound from the start, whose coherent allocations
+    /// (`Coherent::zeroed`, `Coherent::zeroed_slice`, `CoherentBox::zeroed`, ...) are carved
+    /// from `pool`, at the pool's bus addresses.
+    ///
+    /// Ours, test bench (host only): a device process that shares the pool's memory (the
+    /// guest RAM QEMU shares with the GSP process) reaches the driver's allocations by bus
+    /// address, as a real device reaches `dma_alloc_coherent`'s.
+    #[cfg(all(feature = "host", not(loom)))]
+    pub const fn with_dma_pool(name: &'static str, pool: &'static crate::host::DmaPool) -> Self {
+        // INVARIANT: the host's devices are never unbound.
+        Self {
+            name,
+            dma_pool: Some(pool),
             _ctx: PhantomData,
         }
     }
@@ -61,20 +87,32 @@ impl<Ctx: DeviceContext> Device<Ctx> {
     pub fn name(&self) -> &'static str {
         self.name
     }
+
+    /// Returns the pool the device's coherent memory comes from, if it has one.
+    ///
+    /// Ours, test bench (host only).
+    #[cfg(all(feature = "host", not(loom)))]
+    pub fn dma_pool(&self) -> Option<&'static crate::host::DmaPool> {
+        self.dma_pool
+    }
 }
 
 impl core::ops::Deref for Device<Bound> {
     type Target = Device;
 
     fn deref(&self) -> &Device {
-        // SAFETY: `Device<Ctx>` is `repr(transparent)` over the same fields whatever `Ctx`
-        // (a zero-sized marker), so the two types have one layout.
+        // SAFETY: `Device<Ctx>` is `repr(C)` over the same fields whatever `Ctx` (a
+        // zero-sized marker, placed last), so the two types have one layout.
         unsafe { &*core::ptr::from_ref(self).cast::<Device>() }
     }
 }
 
 impl<Ctx: DeviceContext> core::fmt::Debug for Device<Ctx> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Device").field("name", &self.name).finish()
+        let mut f = f.debug_struct("Device");
+        f.field("name", &self.name);
+        #[cfg(all(feature = "host", not(loom)))]
+        f.field("dma_pool", &self.dma_pool);
+        f.finish()
     }
 }

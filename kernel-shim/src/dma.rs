@@ -16,11 +16,12 @@
 //!   bus address is its CPU address: the device is simulated and there is no IOMMU. Both crates'
 //!   constructors take a `&Device<Bound>`; 7.3's call `dma_alloc_attrs` and take
 //!   attributes, ours take none.
-//! - [`Coherent::from_device_memory`]: memory a device exposes (the RAM-backed
-//!   shared-memory BAR of an emulated device) given the coherent-memory accessors, because
-//!   the protocol on it is coherent memory's.
-//! - [`Coherent::atomic_u64`], [`DmaView::atomic_u64`]: a 64-bit atomic in shared memory,
-//!   an `mbarrier` word.
+//! - In host builds, a device made with `Device::with_dma_pool` (test bench) has its
+//!   memory carved from its `host::DmaPool` instead: memory the test shares with another
+//!   process, zeroed and page-aligned, whose bus address is the pool's bus base plus the
+//!   offset in it. Dropping such an allocation leaks it within the pool.
+//! - [`DmaView::atomic_u64`]: a 64-bit atomic in shared memory, an `mbarrier` word (the
+//!   driver's side takes its word with 7.3's `Atomic::from_ptr`).
 //! - [`DmaView`], [`Coherent::device_view`]: the *device's* side of the same memory, the
 //!   view a bus master (here, the virtual GSP firmware) has of it; every access through it
 //!   is bounds-checked, since the offsets it uses may come from the other agent. A real
@@ -92,8 +93,9 @@ pub trait DmaReadObserver: Send + Sync {
 /// `cpu_addr` points to a `T` of `size()` bytes, aligned for it, valid for reads and writes
 /// for the life of the value, and shared only with the device. If `owned`, it is
 /// page-aligned, was zeroed at allocation and comes from `env::alloc_coherent`, which this
-/// value frees; otherwise it is memory a device exposes ([`Coherent::from_device_memory`]).
-/// `read_observer`, if set, points to a live observer for the life of the value.
+/// value frees; otherwise, in host builds, it is a page-aligned block zeroed at allocation
+/// from the device's `host::DmaPool`, which stays the pool's. `read_observer`, if set, points to a live
+/// observer for the life of the value.
 pub struct Coherent<T: KnownSize + ?Sized> {
     cpu_addr: NonNull<T>,
     dma_addr: DmaAddress,
@@ -101,15 +103,27 @@ pub struct Coherent<T: KnownSize + ?Sized> {
     read_observer: Option<NonNull<dyn DmaReadObserver>>,
 }
 
-// SAFETY: The memory is owned by the value (or lent by the device for its life); every
+// SAFETY: The memory is owned by the value (or lent by its device's pool for its life); every
 // access is volatile, a recorded model access, or an `unsafe` one whose caller upholds the
 // sharing protocol. The read observer, if any, is `Send + Sync` and outlives the value.
 unsafe impl<T: KnownSize + Send + ?Sized> Send for Coherent<T> {}
 // SAFETY: As above.
 unsafe impl<T: KnownSize + Sync + ?Sized> Sync for Coherent<T> {}
 
-/// Allocates `size` zeroed bytes of coherent memory.
-fn alloc_zeroed(size: usize, align: usize) -> Result<NonNull<u8>> {
+/// A fresh allocation of zeroed, page-aligned coherent memory.
+struct Allocation {
+    /// The CPU's address of it.
+    cpu_addr: NonNull<u8>,
+    /// The device's address of it.
+    dma_addr: DmaAddress,
+    /// Whether it comes from `env::alloc_coherent` (to be freed there), rather than from
+    /// the device's pool.
+    owned: bool,
+}
+
+/// Allocates `size` zeroed bytes of coherent memory for `dev`: from its pool if it has one
+/// (host builds), else from the environment's allocator.
+fn alloc_zeroed(dev: &Device<Bound>, size: usize, align: usize) -> Result<Allocation> {
     if size == 0 || align > crate::env::PAGE_SIZE {
         return Err(EINVAL);
     }
@@ -117,23 +131,40 @@ fn alloc_zeroed(size: usize, align: usize) -> Result<NonNull<u8>> {
     if size > isize::MAX as usize - crate::env::PAGE_SIZE {
         return Err(EOVERFLOW);
     }
+    #[cfg(all(feature = "host", not(loom)))]
+    if let Some(pool) = dev.dma_pool() {
+        let (cpu_addr, dma_addr) = pool.alloc_zeroed(size)?;
+        return Ok(Allocation {
+            cpu_addr,
+            dma_addr,
+            owned: false,
+        });
+    }
+    #[cfg(not(all(feature = "host", not(loom))))]
+    let _ = dev;
     let ptr = crate::env::alloc_coherent(size).ok_or(ENOMEM)?;
     #[cfg(loom)]
     crate::model::register(ptr.as_ptr() as usize, size);
-    Ok(ptr)
+    Ok(Allocation {
+        cpu_addr: ptr,
+        // CAST: addresses fit in 64 bits on every supported architecture.
+        dma_addr: ptr.as_ptr().addr() as DmaAddress,
+        owned: true,
+    })
 }
 
 impl<T: KnownSize + ?Sized> Coherent<T> {
-    /// The coherent memory at `cpu_addr`, freshly allocated.
-    fn owned(cpu_addr: NonNull<T>) -> Self {
+    /// The coherent memory of `alloc`, freshly allocated, as the `T` at `cpu_addr` (its
+    /// start).
+    fn allocated(cpu_addr: NonNull<T>, alloc: Allocation) -> Self {
         // INVARIANT: the callers pass memory from `alloc_zeroed` of the `T`'s size,
         // page-aligned (so aligned for `T`, which `alloc_zeroed` checked), zeroed, and
-        // `T: FromBytes` (every constructor's bound) makes zero a valid `T`; no observer.
+        // `T: FromBytes` (every constructor's bound) makes zero a valid `T`; `owned` as
+        // `alloc_zeroed` says; no observer.
         Self {
             cpu_addr,
-            // CAST: addresses fit in 64 bits on every supported architecture.
-            dma_addr: cpu_addr.as_ptr().cast::<u8>().addr() as DmaAddress,
-            owned: true,
+            dma_addr: alloc.dma_addr,
+            owned: alloc.owned,
             read_observer: None,
         }
     }
@@ -189,44 +220,6 @@ impl<T: KnownSize + ?Sized> Coherent<T> {
         unsafe { &mut *self.as_mut_ptr() }
     }
 
-    /// Wraps memory that a device exposes to the CPU, which the device sees at bus address
-    /// `dma_addr`: the shared-memory BAR of an emulated device, mapped write-back, whose
-    /// memory is RAM on the other side. The memory is neither cleared nor freed.
-    ///
-    /// Ours, not 7.3's (see the module documentation).
-    ///
-    /// # Errors
-    ///
-    /// - `EINVAL` if `cpu_addr` is null or not aligned for `T`, or covers no byte.
-    ///
-    /// # Safety
-    ///
-    /// `cpu_addr` must be valid for reads and writes of its `T` for the life of the returned
-    /// value, any bytes must be a valid `T`, and the memory must be shared only with the
-    /// device and through this value.
-    pub unsafe fn from_device_memory(cpu_addr: *mut T, dma_addr: DmaAddress) -> Result<Self> {
-        let Some(cpu_addr) = NonNull::new(cpu_addr) else {
-            return Err(EINVAL);
-        };
-        if T::size(cpu_addr.as_ptr()) == 0
-            || !cpu_addr
-                .as_ptr()
-                .cast::<u8>()
-                .addr()
-                .is_multiple_of(T::MIN_ALIGN.as_usize())
-        {
-            return Err(EINVAL);
-        }
-        // INVARIANT: aligned (checked above) and valid (the caller's contract); not owned;
-        // no observer.
-        Ok(Self {
-            cpu_addr,
-            dma_addr,
-            owned: false,
-            read_observer: None,
-        })
-    }
-
     /// Makes every byte copy out of the memory call `observer` just before it copies,
     /// replacing any observer set before.
     ///
@@ -241,28 +234,13 @@ impl<T: KnownSize + ?Sized> Coherent<T> {
         self.read_observer = Some(NonNull::from(observer));
     }
 
-    /// The 64-bit atomic word `offset` bytes into the memory, for state that the CPU and
-    /// the device update only with atomic operations (an `mbarrier`).
-    ///
-    /// Ours, not 7.3's.
-    ///
-    /// # Errors
-    ///
-    /// - `EINVAL` if the word is unaligned or outside the memory.
-    /// - `EOPNOTSUPP` under the model backend, which does not model atomics in shared
-    ///   memory (its scenarios give a barrier its own word).
-    pub fn atomic_u64(&self, offset: usize) -> Result<&Atomic<u64>> {
-        self.device_view().atomic_u64(offset)
-    }
-
     /// The device's view of this memory, for a simulated device that shares the CPU's
     /// address space.
     ///
     /// Ours, not 7.3's.
     pub fn device_view(&self) -> DmaView<'_> {
         // SAFETY: the memory is valid for `size()` bytes while `self` is borrowed, and
-        // page-aligned or aligned for `T` (at least the 8 bytes `DmaView` wants for the
-        // types shared here: `from_device_memory` callers pass page-aligned BARs).
+        // page-aligned (every allocation is), so 8-byte aligned as `DmaView` wants.
         unsafe { DmaView::from_raw_parts(self.cpu_addr.as_ptr().cast(), self.size()) }
     }
 }
@@ -273,10 +251,11 @@ impl<T: AsBytes + FromBytes> Coherent<T> {
     /// # Errors
     ///
     /// - `EINVAL` if `T` is zero-sized or aligned beyond a page.
-    /// - `ENOMEM` if the memory cannot be had.
-    pub fn zeroed(_dev: &Device<Bound>, _gfp_flags: Flags) -> Result<Self> {
-        let ptr = alloc_zeroed(size_of::<T>(), align_of::<T>())?;
-        Ok(Self::owned(ptr.cast()))
+    /// - `ENOMEM` if the memory cannot be had (for a device with a pool: if the pool has not
+    ///   that much left).
+    pub fn zeroed(dev: &Device<Bound>, _gfp_flags: Flags) -> Result<Self> {
+        let alloc = alloc_zeroed(dev, size_of::<T>(), align_of::<T>())?;
+        Ok(Self::allocated(alloc.cpu_addr.cast(), alloc))
     }
 
     /// Allocates coherent memory for `len` values of `T`, zeroed.
@@ -285,18 +264,19 @@ impl<T: AsBytes + FromBytes> Coherent<T> {
     ///
     /// - `EINVAL` if `len` is zero, `T` is zero-sized or aligned beyond a page.
     /// - `EOVERFLOW` if the size overflows.
-    /// - `ENOMEM` if the memory cannot be had.
+    /// - `ENOMEM` if the memory cannot be had (for a device with a pool: if the pool has not
+    ///   that much left).
     pub fn zeroed_slice(
-        _dev: &Device<Bound>,
+        dev: &Device<Bound>,
         len: usize,
         _gfp_flags: Flags,
     ) -> Result<Coherent<[T]>> {
         let size = size_of::<T>().checked_mul(len).ok_or(EOVERFLOW)?;
-        let ptr = alloc_zeroed(size, align_of::<T>())?;
-        Ok(Coherent::owned(NonNull::slice_from_raw_parts(
-            ptr.cast::<T>(),
-            len,
-        )))
+        let alloc = alloc_zeroed(dev, size, align_of::<T>())?;
+        Ok(Coherent::allocated(
+            NonNull::slice_from_raw_parts(alloc.cpu_addr.cast::<T>(), len),
+            alloc,
+        ))
     }
 }
 
@@ -316,6 +296,8 @@ impl<T> Coherent<[T]> {
 
 impl<T: KnownSize + ?Sized> Drop for Coherent<T> {
     fn drop(&mut self) {
+        // Memory a device exposes stays the device's; a pool's block stays the pool's, which
+        // never hands it out again (it leaks within the pool).
         if !self.owned {
             return;
         }

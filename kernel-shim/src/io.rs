@@ -345,6 +345,10 @@ fn view_at<'a, IO: Io<'a>, U>(
 
 /// The view of the `U` at `offset`, checked against the region's build-time size.
 ///
+/// As 7.3's, it does not build for a `U` aligned beyond what the region's type promises
+/// (`KnownSize::MIN_ALIGN`): a 64-bit access to a `Region`, only known to be 4-byte
+/// aligned, takes the checked `try_` form.
+///
 /// # Panics
 ///
 /// If the `U` at `offset` does not fit in the type's least size (Linux fails the build),
@@ -355,11 +359,11 @@ fn view_at_fixed<'a, IO: Io<'a>, U>(
     io: IO,
     offset: usize,
 ) -> <IO::Backend as IoBackend>::View<'a, U> {
+    const { assert!(align_of::<U>() <= IO::Target::MIN_ALIGN.as_usize()) };
     let view = io.as_view();
     let base = IO::Backend::as_ptr(view);
     // PANIC: register offsets are driver constants; a bad one is a driver bug, which 7.3
-    // catches at build time. The alignment is checked on the address: a region is only
-    // known to be 4-byte aligned, and a 64-bit access is allowed where it lands aligned.
+    // catches at build time.
     assert!(
         offset_fits::<U>(base.addr(), offset, IO::Target::MIN_SIZE),
         "I/O access at {offset:#x} outside the region's {:#x} bytes",
@@ -666,7 +670,7 @@ pub trait Io<'a>: IoBase<'a> {
     }
 
     /// Writes the register value `value` where its type says it lives (the value of a
-    /// [`register!`] type): `io.write_reg(REG::zeroed().with_field(1u32))`.
+    /// [`register!`] type): `io.write_reg(REG::zeroed().with_const_field::<1>())`.
     ///
     /// # Panics
     ///

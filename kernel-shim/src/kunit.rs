@@ -5,13 +5,12 @@
 //! A suite is written once as a module marked `#[kunit_tests(suite_name)]` whose cases
 //! are `#[test]` functions returning `()` or [`Result`]. The attribute keeps each case a
 //! normal `cargo test` test and declares the suite with `kernel::__kunit_suite!`: a
-//! `KUNIT_SUITE` static described by the types below, which a runner executes and
-//! reports as KTAP version 1 — the host's (`kernel::host::kunit`, which also defines
-//! the macro), or in a kernel tree KUnit itself (the in-kernel flavour of the macro
-//! also registers a `struct kunit_suite`).
+//! `KUNIT_SUITE` static described by the types below, which the host's runner
+//! (`kernel::host::kunit`, which also defines the macro) executes and reports as KTAP
+//! version 1.
 //!
-//! This file is shared: the kernel-tree tier adds it unchanged to the tree's `kernel`
-//! crate as `kunit/suite.rs`.
+//! The shim's alone: a kernel build uses Linux 7.3's own `#[kunit_tests]`, which registers
+//! each suite with KUnit itself and uses none of these types.
 
 use crate::error::Result;
 
@@ -51,8 +50,8 @@ impl IntoOutcome for Result {
     }
 }
 
-/// Declares the `KUNIT_SUITE` static of a `#[kunit_tests]` module: the description both
-/// flavours of `__kunit_suite!` start from.
+/// Declares the `KUNIT_SUITE` static of a `#[kunit_tests]` module, for
+/// `__kunit_suite!`.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __kunit_suite_static {

@@ -18,6 +18,7 @@ pub use crate::{
         Error,
         Result, //
     },
+    init::Zeroable,
     macros::kunit_tests,
     pr_debug,
     pr_err,

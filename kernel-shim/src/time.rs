@@ -69,7 +69,7 @@ impl Delta {
 /// A clock that [`Instant`]s are read from, as upstream's `kernel::time::ClockSource`.
 ///
 /// The shim has one: [`Monotonic`], the clock of the environment (the host's monotonic
-/// clock, the kernel's `ktime_get`, or virtual time under loom).
+/// clock, the embedding's for a freestanding build, or virtual time under loom).
 ///
 /// # Safety
 ///

@@ -2,9 +2,10 @@
 
 //! Simulated devices, for tests that put a device model beside the driver.
 //!
-//! Not an upstream API: this is the test bench the shim gives the suites, with the same
-//! interface in every environment that has threads (the host's, and the kernel's in
-//! the in-kernel flavour of the shim).
+//! Not an upstream API: this is the test bench the shim gives the suites on the host,
+//! which reach it as crate `vdev` (`kernel-shim/vdev/`, re-exporting these items). In a
+//! kernel, `kernel-shim/linux-7.3/vdev/` is that crate, with the same interface written on
+//! Linux 7.3's `kernel` crate.
 //!
 //! - [`device()`]: the device the suites bind their queues to.
 //! - [`SimBar`]: a BAR backed by memory whose doorbell registers wake whoever waits on
@@ -47,7 +48,7 @@ use crate::{
 ///
 /// # Errors
 ///
-/// None on the host; the kernel's registers a device and may fail.
+/// None on the host; the kernel's `vdev::device()` registers a faux device and may fail.
 pub fn device() -> Result<&'static Device<Bound>> {
     Ok(crate::host::device())
 }

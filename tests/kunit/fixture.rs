@@ -3,15 +3,10 @@
 //! A driver and a virtual GSP sharing one `GspMem`, and a BAR0 to ring.
 
 use kernel::{
-    dma::{
-        Coherent,
-        DmaView, //
-    },
-    io::Io,
+    dma::Coherent,
     prelude::*,
     ptr::KnownSize,
-    time::Delta,
-    vdev::SimBar, //
+    time::Delta, //
 };
 use nova_core::gsp::{
     cmdq::{
@@ -19,12 +14,18 @@ use nova_core::gsp::{
         CommandToGsp, //
     },
     fw::GspMem,
-    regs::{
-        Bar0,
-        BAR0_SIZE, //
-    },
+    regs::BAR0_SIZE, //
+};
+use vdev::{
+    BarIo,
+    DmaView,
+    SimBar, //
 };
 use vgsp::Vgsp;
+
+/// The register view of a simulated BAR0: what the driver rings its doorbell through in
+/// the suites.
+pub type SimBar0<'a> = BarIo<'a, BAR0_SIZE>;
 
 /// A short timeout for waits that are expected to fail.
 pub const SHORT: Delta = Delta::from_millis(20);
@@ -46,13 +47,8 @@ impl TestBar {
     }
 
     /// Returns the BAR.
-    pub fn bar(&self) -> &Bar0<'_> {
+    pub fn bar(&self) -> &SimBar0<'_> {
         self.0.io()
-    }
-
-    /// Returns the value of the register at `offset`.
-    pub fn read(&self, offset: usize) -> u32 {
-        self.bar().relaxed().read32(offset)
     }
 }
 
@@ -109,7 +105,7 @@ impl Pair {
     ///
     /// - `ENOMEM` if memory cannot be had.
     pub fn new() -> Result<Self> {
-        Self::with_cmdq(Cmdq::new(kernel::vdev::device()?)?)
+        Self::with_cmdq(Cmdq::new(vdev::device()?)?)
     }
 
     /// Creates the pair on `mem`, an allocation the caller prepared (with a read observer,
@@ -137,7 +133,7 @@ impl Pair {
 
     /// Returns the GSP's (device) view of the shared memory.
     pub fn view(&self) -> DmaView<'_> {
-        self.cmdq.gsp_mem().device_view()
+        vdev::device_view(self.cmdq.gsp_mem())
     }
 
     /// Lets the GSP work until it has nothing left to do.

@@ -192,7 +192,7 @@ pub mod tests {
         let filled = [0x00..0x18, 0x20..0x28, 0x48..0x64];
         for (i, &b) in bytes.iter().enumerate() {
             if !filled.iter().any(|r| r.contains(&i)) {
-                assert_eq!(b, 0, "byte {i:#x}");
+                assert_eq!((i, b), (i, 0));
             }
         }
     }
@@ -264,7 +264,7 @@ pub mod tests {
         let pair = Pair::new()?;
         let mem = pair.cmdq.gsp_mem();
         // Entry by entry: the whole page would take 4 KiB of a kernel stack.
-        let view = mem.device_view();
+        let view = vdev::device_view(mem);
         let pte = |i: usize| -> Result<u64> {
             let lo = view.read32(PTES_OFFSET + i * 8)?;
             let hi = view.read32(PTES_OFFSET + i * 8 + 4)?;
@@ -281,13 +281,13 @@ pub mod tests {
     #[test]
     fn pte_page_points_nowhere_past_the_region() -> Result {
         let pair = Pair::new()?;
-        let view = pair.cmdq.gsp_mem().device_view();
+        let view = vdev::device_view(pair.cmdq.gsp_mem());
         assert_eq!(GSP_MEM_PAGES, 0x81);
         // Upstream's entries 0x81.. point past the allocation; ours are zero.
         for i in GSP_MEM_PAGES..GSP_PTE_COUNT {
             let lo = view.read32(PTES_OFFSET + i * 8)?;
             let hi = view.read32(PTES_OFFSET + i * 8 + 4)?;
-            assert_eq!((lo, hi), (0, 0), "entry {i:#x}");
+            assert_eq!((i, lo, hi), (i, 0, 0));
         }
         Ok(())
     }
@@ -372,7 +372,7 @@ pub mod tests {
             let mut sum = Checksum::default();
             sum.update_at(0, &bytes[..split]);
             sum.update_at(split, &bytes[split..]);
-            assert_eq!(sum.fold(), whole, "split at {split}");
+            assert_eq!((split, sum.fold()), (split, whole));
         }
     }
 

@@ -114,7 +114,7 @@ pub mod tests {
     /// Sends an echo of `payload` and checks the reply, skipping unasked events.
     fn echo(
         gsp: &mut nova_core::gsp::Gsp,
-        bar: &nova_core::gsp::regs::Bar0<'_>,
+        bar: &crate::fixture::SimBar0<'_>,
         payload: &[u8],
         found: &mut Findings,
     ) -> Result {
@@ -159,13 +159,16 @@ pub mod tests {
                 (booted, sent, found, sim.doorbell_count())
             })?;
         let stats = stats?;
-        assert!(
-            booted.is_ok(),
-            "bring-up failed: {booted:?}; the GSP handled {} commands in {} elements, {} doorbells",
-            stats.commands,
-            stats.elements_in,
-            doorbells
-        );
+        if booted.is_err() {
+            pr_err!(
+                "bring-up failed: {booted:?}; the GSP handled {} commands in {} elements, {} doorbells\n",
+                stats.commands,
+                stats.elements_in,
+                doorbells
+            );
+        }
+        // KUnit's assertions take a condition alone: what failed is printed above.
+        assert!(booted.is_ok());
         assert_eq!(sent, ECHOES);
         assert_eq!(found.bad_replies, 0);
         assert_eq!(stats.commands, BRING_UP_COMMANDS + u64::from(ECHOES));

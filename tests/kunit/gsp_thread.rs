@@ -15,18 +15,17 @@ use kernel::{
         delay::fsleep,
         Delta, //
     },
-    vdev::{
-        run_beside,
-        SimBar, //
-    },
 };
 use nova_core::gsp::{
     regs::{
-        Bar0,
         BAR0_SIZE,
         NV_PGSP_QUEUE_HEAD, //
     },
     Gsp,
+};
+use vdev::{
+    run_beside,
+    SimBar, //
 };
 use vgsp::{
     Progress,
@@ -34,7 +33,10 @@ use vgsp::{
     Vgsp, //
 };
 
-use crate::fixture::gsp_view;
+use crate::fixture::{
+    gsp_view,
+    SimBar0, //
+};
 
 /// How long an idle GSP sleeps on the doorbell before it looks at its stop flag again.
 const IDLE_WAIT: Delta = Delta::from_millis(20);
@@ -74,7 +76,7 @@ pub fn serve(gsp: &mut Vgsp<'_>, bar: &SimBar<BAR0_SIZE>, stop: &AtomicBool) -> 
 /// - `ENOMEM` if the shared memory or the BAR cannot be had.
 pub fn with_gsp_thread<R>(
     log_every: u64,
-    f: impl FnOnce(&mut Gsp, &Bar0<'_>, &SimBar<BAR0_SIZE>) -> R,
+    f: impl FnOnce(&mut Gsp, &SimBar0<'_>, &SimBar<BAR0_SIZE>) -> R,
 ) -> Result<(R, Result<Stats>)> {
     with_gsp_thread_and(log_every, |_| Ok(()), f)
 }
@@ -88,7 +90,7 @@ pub fn with_gsp_thread<R>(
 pub fn with_gsp_thread_and<R>(
     log_every: u64,
     setup: impl FnOnce(&mut Vgsp<'static>) -> Result + Send,
-    f: impl FnOnce(&mut Gsp, &Bar0<'_>, &SimBar<BAR0_SIZE>) -> R,
+    f: impl FnOnce(&mut Gsp, &SimBar0<'_>, &SimBar<BAR0_SIZE>) -> R,
 ) -> Result<(R, Result<Stats>)> {
     with_firmware(
         |fw, bar, stop| {
@@ -112,10 +114,10 @@ pub fn with_gsp_thread_and<R>(
 /// - `ENOMEM` if the shared memory or the BAR cannot be had.
 pub fn with_firmware<R, S: Send>(
     firmware: impl FnOnce(&mut Vgsp<'static>, &SimBar<BAR0_SIZE>, &AtomicBool) -> Result<S> + Send,
-    f: impl FnOnce(&mut Gsp, &Bar0<'_>, &SimBar<BAR0_SIZE>) -> R,
+    f: impl FnOnce(&mut Gsp, &SimBar0<'_>, &SimBar<BAR0_SIZE>) -> R,
 ) -> Result<(R, Result<S>)> {
     let bar = SimBar::<BAR0_SIZE>::new(&[NV_PGSP_QUEUE_HEAD::OFFSET])?;
-    let mut gsp = Gsp::new(kernel::vdev::device()?)?;
+    let mut gsp = Gsp::new(vdev::device()?)?;
     // SAFETY: The view is used only by the GSP thread, which `run_beside` joins before
     // `gsp` (which owns the memory) is dropped.
     let view = unsafe { gsp_view(&gsp.cmdq) };

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The driver against the GSP behind QEMU's `ivshmem-doorbell` device: a separate host
-//! process with its own view of the memory, reached through BAR0's doorbell, BAR2's
-//! shared memory and an MSI-X vector.
+//! process that reaches the driver's coherent allocation in guest RAM by its bus
+//! address, told of it through BAR2's mailbox, rung through BAR0's doorbell, ringing
+//! back through an MSI-X vector.
 //!
-//! Kernel only: it needs the PCI device that `kernel::ivshmem` probes, and the runner
+//! Kernel only: it needs the PCI device that `vdev::ivshmem` probes, and the runner
 //! (`vgsp-qemu`) that starts the ivshmem server and the GSP process beside QEMU. The
 //! fault case asks the runner, through a console line, to kill the GSP process and then
 //! to start a new one.
@@ -13,7 +14,7 @@
 //! session, on fresh queues) and boots it, and leaves a GSP process running; the kill
 //! and the restart are one case, so no case depends on another having run before it.
 
-#![cfg(CONFIG_RUST)]
+#![cfg(CONFIG_VGSP_IVSHMEM)]
 
 use kernel::prelude::*;
 
@@ -21,7 +22,6 @@ use kernel::prelude::*;
 #[kunit_tests(nova_core_ivshmem)]
 pub mod tests {
     use kernel::{
-        ivshmem,
         prelude::*,
         time::{
             Delta,
@@ -47,6 +47,8 @@ pub mod tests {
             PeerDoorbell, //
         },
     };
+
+    use vdev::ivshmem;
 
     use crate::{
         fixture::Pair,
@@ -88,15 +90,11 @@ pub mod tests {
     /// Runs `f` with the driver's side of the probed device.
     fn with_device<R>(f: impl FnOnce(&mut IvshmemGsp<'static>) -> Result<R>) -> Result<R> {
         let dev = ivshmem::device()?;
-        let (shm, len) = dev.shared_memory();
         let signal: Option<&'static dyn MsgqSignal> = match dev.has_msix() {
             true => Some(&MSIX),
             false => None,
         };
-        // SAFETY: BAR2 stays mapped while the device is bound, which it is for the life of
-        // the kernel (`device()` returns it as `'static`); the cases run one at a time and
-        // only through this value.
-        let mut iv = unsafe { IvshmemGsp::new(dev.bar0(), shm, len, signal)? };
+        let mut iv = IvshmemGsp::new(dev.bar0(), dev.mailbox(), dev.dev(), signal);
         f(&mut iv)
     }
 
@@ -166,8 +164,8 @@ pub mod tests {
     fn boots_through_the_device() -> Result {
         let dev = ivshmem::device()?;
         pr_info!(
-            "ivshmem: BAR2 {} KiB, MSI-X {}\n",
-            dev.shared_memory().1 >> 10,
+            "ivshmem: mailbox (BAR2) {} KiB, MSI-X {}\n",
+            ivshmem::MAILBOX_SIZE >> 10,
             dev.has_msix()
         );
         let (generation, log_lines) = with_device(|iv| {

@@ -13,8 +13,7 @@ pub mod tests {
         sync::atomic::{
             Atomic,
             Relaxed, //
-        },
-        vdev::run_beside,
+        }, //
     };
     use nova_core::mbarrier::{
         AsyncTracker,
@@ -24,6 +23,7 @@ pub mod tests {
         MAX_COUNT,
         MAX_TX, //
     };
+    use vdev::run_beside;
 
     /// One operation of a table row.
     #[derive(Clone, Copy, Debug)]
@@ -280,23 +280,17 @@ pub mod tests {
             for (i, &(op, want)) in row.ops.iter().enumerate() {
                 let before = word.load(Relaxed);
                 let got = apply(&b, op);
-                assert_eq!(got, want, "{}: op {} ({:?})", row.name, i, op);
+                // The row and the step ride along, for the host's report of a failure.
+                assert_eq!((row.name, i, got), (row.name, i, want));
                 if let Want::Err(_) = want {
-                    assert_eq!(
-                        word.load(Relaxed),
-                        before,
-                        "{}: op {} changed the word",
-                        row.name,
-                        i
-                    );
+                    // A refused operation leaves the word as it was.
+                    assert_eq!((row.name, i, word.load(Relaxed)), (row.name, i, before));
                 }
             }
             let s = b.snapshot();
             assert_eq!(
-                (s.phase_mod4, s.pending, s.expected, s.tx),
-                row.end,
-                "{}: final state",
-                row.name
+                (row.name, (s.phase_mod4, s.pending, s.expected, s.tx)),
+                (row.name, row.end)
             );
             assert_eq!(s.parity, s.phase_mod4 & 1);
         }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! How far nova-core is from compiling against the pristine Linux 7.3 `kernel` crate.
+//! How far nova-core is from compiling against the pristine Linux 7.3 `kernel` crate, and
+//! the Linux 7.3 build directories it shares with the kernel tier.
 //!
 //! `cargo xtask api-7.3 [--tree DIR]` compiles the driver crate's metadata
 //! (`drivers/gpu/nova-core/nova_core.rs`, `--emit=metadata`) against the `rust/` crates of
@@ -18,19 +19,23 @@
 //!
 //! The steps, each one done once and then reused:
 //!
-//! 1. The tree's `rust/`, configured and built for x86_64 in `<cache>/build-7.3-x86_64`
-//!    (`$VGSP_CACHE`, default `~/.cache/vgsp`): `tinyconfig`, merged with
-//!    `tests/kernel/x86_64.config` minus its `VGSP` options, `olddefconfig`, then
-//!    `make rust/` with Debian's `/usr/bin/rustc`, the `bindgen` that `tests/kernel.sh`
-//!    builds into the cache, and the libclang of `clang-22` (7.3's bindgen needs libclang
-//!    17 or newer). Reused while `.config` and `rust/libkernel.rmeta` exist and neither the
-//!    tree nor the fragment changed. Everything the builds print goes to
-//!    `<build>/api-7.3.log`.
+//! 1. The tree's `rust/`, built for x86_64 in `<cache>/build-7.3-x86_64` (`$VGSP_CACHE`,
+//!    default `~/.cache/vgsp`), the build directory `cargo xtask kernel-7.3` builds its
+//!    x86_64 image in ([`Tree`]): from the kernel tier's scratch tree (the pristine tree's
+//!    files as hard links, plus the project's hooks; its `rust/` is the pristine one's),
+//!    configured with `tinyconfig`, `tests/kernel/7.3-x86_64.config` (the project's
+//!    options included) and `olddefconfig`, then `make rust/` with Debian's
+//!    `/usr/bin/rustc`, the `bindgen` built into the cache, and the libclang of
+//!    `clang-22` (7.3's bindgen needs libclang 17 or newer). The configuration is made
+//!    again only when the fragment's content changed, and the build directory afresh
+//!    when the pristine tree did. The logs are `<build>/configure.log` and
+//!    `<build>/build-rust.log`.
 //! 2. The crates.io crates the driver uses, built for that tree by
-//!    `tests/kernel/extern-crates.sh` into `<build>/vgsp-crates`; rebuilt when the tree's
-//!    `rust/libcore.rmeta` is newer than their `consumer-flags`. Only `bitfield_struct` and
-//!    `static_assertions` are taken from there: 7.3 has its own `zerocopy` and
-//!    `zerocopy_derive` in `rust/`.
+//!    `tests/kernel/extern-crates.sh` into `<build>/vgsp-crates`; rebuilt when the script
+//!    or the tree's `rust/libcore.rmeta` changed (by content). Only `bitfield_struct` and
+//!    `static_assertions` are built: 7.3 has its own `zerocopy` and `zerocopy_derive` in
+//!    `rust/` (so the in-kernel build, whose `Kbuild` takes every crate of
+//!    `consumer-flags`, does not see two crates of one name either).
 //! 3. The driver compiled from the build directory with `RUSTC_BOOTSTRAP=1`. The codegen
 //!    and target flags are derived from the tree's own `rust/.kernel.o.cmd` (the command
 //!    that built the `kernel` crate), dropping its lint flags and what is specific to the
@@ -60,19 +65,19 @@ use std::{
 
 use serde_json::Value;
 
-use crate::linux;
+use crate::{
+    kernel::{
+        self,
+        Progress,
+        Scratch,
+        EXTERN_CRATES,
+        LIBCLANG,
+        RUSTC,
+        RUSTDOC, //
+    },
+    linux, //
+};
 
-/// Debian's Rust toolchain, the one the tree must build with.
-const RUSTC: &str = "/usr/bin/rustc";
-const RUSTDOC: &str = "/usr/bin/rustdoc";
-/// The libclang 7.3's bindgen needs (17 or newer), from bookworm's `clang-22` packages.
-const LIBCLANG: &str = "/usr/lib/llvm-22/lib";
-/// The build directory, under the cache.
-const BUILD_DIR: &str = "build-7.3-x86_64";
-/// The kernel tier's configuration fragment; its `VGSP` lines are left out.
-const FRAGMENT: &str = "tests/kernel/x86_64.config";
-/// The script that builds the crates.io crates for a kernel build directory.
-const EXTERN_CRATES: &str = "tests/kernel/extern-crates.sh";
 /// The driver crate's root.
 const CRATE_ROOT: &str = "drivers/gpu/nova-core/nova_core.rs";
 /// `RUST_MODFILE`, as Kbuild would set it for the driver's object.
@@ -91,16 +96,80 @@ const TREE_CRATES: &[&str] = &[
 ];
 /// The crates taken from `tests/kernel/extern-crates.sh`'s build.
 const CRATES_IO: &[&str] = &["bitfield_struct", "static_assertions"];
+/// The crates.io crates `tests/kernel/extern-crates.sh` builds for a 7.3 tree (its
+/// `EXTERN_CRATES_DEPS`): [`CRATES_IO`], not `zerocopy` and `zerocopy-derive`. 7.3 builds
+/// its own in `rust/` and gives every Rust object `--extern zerocopy --extern
+/// zerocopy_derive` (`scripts/Makefile.build`); a second pair in `consumer-flags` makes
+/// rustc fail with "found crates (`zerocopy` and `zerocopy`) with colliding StableCrateId
+/// values".
+const CRATES_IO_DEPS: &str = "bitfield-struct = \"0.13\"\nstatic_assertions = \"1.1\"";
 /// rustc's error codes for a crate it cannot load: the setup is broken, not the driver.
 const CRATE_LOAD_ERRORS: &[&str] = &[
     "E0460", "E0461", "E0462", "E0463", "E0464", "E0514", "E0519", "E0523",
 ];
 /// The lines printed from the end of a log when a build step fails.
 const LOG_TAIL: usize = 30;
+/// The record, in a build directory, of the tree it was built from
+/// ([`Scratch::identity`]).
+const TREE_STAMP: &str = "vgsp-tree";
+/// The record of the configuration's inputs (the architecture and the fragment).
+const CONFIG_STAMP: &str = "vgsp-config.sha256";
+/// The fragment as merged, kept beside `.config`.
+const MERGED_FRAGMENT: &str = "vgsp-7.3.config";
+/// The record of the crates.io crates' inputs, in their directory.
+const CRATES_STAMP: &str = "inputs.sha256";
 
-/// Prints a progress line.
-fn progress(what: &str) {
-    eprintln!("xtask: api-7.3: {what}");
+/// An architecture of the Linux 7.3 builds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Arch {
+    X86_64,
+    Arm64,
+}
+
+impl Arch {
+    /// Every architecture, in the order the tier builds them.
+    pub(crate) const ALL: [Arch; 2] = [Arch::X86_64, Arch::Arm64];
+
+    /// Returns the architecture of a name as the kernel spells it (`x86_64`, `arm64`).
+    pub(crate) fn parse(name: &str) -> Option<Arch> {
+        Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Returns the kernel's name of the architecture.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Arm64 => "arm64",
+        }
+    }
+
+    /// Returns the make variables that choose the architecture and its C toolchain:
+    /// gcc for x86_64; for arm64, LLVM 22 (7.3 needs LLVM 17 or newer, and bookworm's
+    /// default clang is 14).
+    fn make_vars(self) -> &'static [&'static str] {
+        match self {
+            Arch::X86_64 => &["ARCH=x86_64"],
+            Arch::Arm64 => &["ARCH=arm64", "LLVM=-22"],
+        }
+    }
+
+    /// Returns the image's make target and where the build directory holds it.
+    pub(crate) fn image(self) -> (&'static str, &'static str) {
+        match self {
+            Arch::X86_64 => ("bzImage", "arch/x86/boot/bzImage"),
+            Arch::Arm64 => ("Image", "arch/arm64/boot/Image"),
+        }
+    }
+
+    /// Returns the configuration fragment, relative to the repository.
+    fn fragment(self) -> String {
+        format!("tests/kernel/7.3-{}.config", self.name())
+    }
+}
+
+/// Returns the number of make jobs: the number of CPUs.
+pub(crate) fn jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Returns the release a tree's `Makefile` names, as `KERNELVERSION` spells it.
@@ -136,22 +205,71 @@ fn release(makefile: &str) -> Option<String> {
     Some(release + &field("EXTRAVERSION"))
 }
 
-/// Returns the configuration fragment: the kernel tier's, without its `VGSP` lines.
-fn fragment(repo: &Path) -> Result<String, String> {
-    let path = repo.join(FRAGMENT);
-    let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(text
-        .lines()
-        .filter(|l| !l.contains("VGSP"))
+/// Returns the option a fragment line sets or unsets (`CONFIG_X=y`, `# CONFIG_X is not
+/// set`), if it is such a line.
+fn fragment_option(line: &str) -> Option<&str> {
+    let line = line.trim();
+    if let Some(rest) = line.strip_prefix("# ") {
+        return rest
+            .strip_suffix(" is not set")
+            .filter(|o| o.starts_with("CONFIG_"));
+    }
+    line.split_once('=')
+        .map(|(option, _)| option)
+        .filter(|o| o.starts_with("CONFIG_"))
+}
+
+/// Returns `text` without the lines that set or unset one of `options`.
+fn without_options(text: &str, options: &[String]) -> String {
+    text.lines()
+        .filter(|l| fragment_option(l).is_none_or(|o| !options.iter().any(|p| p == o)))
         .map(|l| format!("{l}\n"))
-        .collect())
+        .collect()
+}
+
+/// Returns the configuration fragment of `arch`, without the project's options
+/// ([`kernel::project_options`]) unless `project`.
+///
+/// # Errors
+///
+/// - The fragment or the project's `Kconfig` cannot be read.
+pub(crate) fn fragment(repo: &Path, arch: Arch, project: bool) -> Result<String, String> {
+    let path = repo.join(arch.fragment());
+    let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(if project {
+        text
+    } else {
+        without_options(&text, &kernel::project_options(repo)?)
+    })
+}
+
+/// Returns the options of `fragment` that did not end up as it asks in `config`: an
+/// `=y` that is not `=y`, or a `# … is not set` that is set.
+fn unstuck(fragment: &str, config: &str) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for line in fragment.lines() {
+        let Some(option) = fragment_option(line) else {
+            continue;
+        };
+        let wanted_y = line.trim() == format!("{option}=y");
+        let set = config
+            .lines()
+            .find_map(|l| l.strip_prefix(option)?.strip_prefix('='));
+        match (wanted_y, set) {
+            (true, Some("y")) => {}
+            (true, _) => wrong.push(format!("{option}=y")),
+            (false, Some(value)) if line.trim().starts_with('#') => {
+                wrong.push(format!("{option} (wanted not set, is {value})"))
+            }
+            _ => {}
+        }
+    }
+    wrong
 }
 
 /// Returns the last `n` lines of `log`.
-fn tail(log: &Path, n: usize) -> String {
-    let text = fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
+pub(crate) fn tail(log: &Path, n: usize) -> String {
+    kernel::last_lines(&fs::read_to_string(log).unwrap_or_default(), n)
 }
 
 /// Runs `cmd` with its output appended to `log`; on failure prints the log's last lines
@@ -179,31 +297,53 @@ fn logged(cmd: &mut Command, log: &Path, what: &str) -> Result<(), String> {
     Err(format!("{what} failed ({status}); log: {}", log.display()))
 }
 
-/// Returns whether `a` was modified after `b`; `false` if either is missing.
-fn newer(a: &Path, b: &Path) -> bool {
-    let mtime = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
-    match (mtime(a), mtime(b)) {
-        (Some(a), Some(b)) => a > b,
-        _ => false,
-    }
-}
-
-/// The tree, its build directory and the tools that build it.
-struct Tree {
-    src: PathBuf,
-    build: PathBuf,
+/// A Linux 7.3 build directory of one architecture, `<cache>/build-7.3-<arch>`, shared by
+/// `cargo xtask api-7.3` (which needs its `rust/`) and `cargo xtask kernel-7.3` (which
+/// builds the image): built from the kernel tier's scratch tree, with one configuration,
+/// tinyconfig + `tests/kernel/7.3-<arch>.config`.
+pub(crate) struct Tree {
+    /// The architecture.
+    pub(crate) arch: Arch,
+    /// The source tree (`make -C`): the tier's scratch tree.
+    pub(crate) src: PathBuf,
+    /// The build directory (`O=`).
+    pub(crate) build: PathBuf,
+    /// The `bindgen` the tree runs.
     bindgen: PathBuf,
-    log: PathBuf,
+    /// What the scratch tree was made from.
+    identity: String,
+    /// The command's progress lines.
+    progress: Progress,
 }
 
 impl Tree {
+    /// Returns the build directory of `arch` in `cache`, for the scratch tree.
+    pub(crate) fn new(
+        arch: Arch,
+        scratch: &Scratch,
+        cache: &Path,
+        bindgen: PathBuf,
+        progress: Progress,
+    ) -> Self {
+        Self {
+            arch,
+            src: scratch.path.clone(),
+            build: cache.join(format!("build-7.3-{}", arch.name())),
+            bindgen,
+            identity: scratch.identity.clone(),
+            progress,
+        }
+    }
+
     /// Returns `make` for the tree, as the kernel tier calls it.
-    fn make(&self) -> Command {
+    pub(crate) fn make(&self) -> Command {
         let mut cmd = Command::new("make");
         cmd.arg("-C")
             .arg(&self.src)
             .arg(format!("O={}", self.build.display()))
-            .arg("ARCH=x86_64")
+            .args(self.arch.make_vars())
+            // rustup's rustc comes first in PATH; the tree must use Debian's, for the
+            // target crates and the host proc macros alike.
             .arg(format!("RUSTC={RUSTC}"))
             .arg(format!("RUSTDOC={RUSTDOC}"))
             .arg(format!("HOSTRUSTC={RUSTC}"))
@@ -214,123 +354,165 @@ impl Tree {
         cmd
     }
 
-    /// Configures the build directory: tinyconfig, the fragment, olddefconfig.
+    /// Prints a progress line about this build.
+    fn say(&self, what: &str) {
+        self.progress.say(&format!("{}: {what}", self.arch.name()));
+    }
+
+    /// Makes sure the build directory is the scratch tree's (starting it afresh if it was
+    /// another tree's) and configured with `fragment` (configuring it again when the
+    /// architecture or the fragment's content changed).
+    ///
+    /// # Errors
+    ///
+    /// - The directory cannot be made or written, or a configuration step fails.
+    /// - An option of the fragment did not stick.
+    pub(crate) fn ensure_configured(&self, fragment: &str) -> Result<(), String> {
+        let tree_stamp = self.build.join(TREE_STAMP);
+        if self.build.exists() && !kernel::stamp_matches(&tree_stamp, &self.identity) {
+            // make goes by modification times: objects of another tree could pass as built.
+            self.say(&format!(
+                "{} was not built from this tree: starting it afresh",
+                self.build.display()
+            ));
+            fs::remove_dir_all(&self.build)
+                .map_err(|e| format!("{}: {e}", self.build.display()))?;
+        }
+        fs::create_dir_all(&self.build).map_err(|e| format!("{}: {e}", self.build.display()))?;
+        kernel::write_stamp(&tree_stamp, &self.identity)?;
+
+        let config_stamp = self.build.join(CONFIG_STAMP);
+        let inputs = kernel::sha256_hex(format!("{}\n{fragment}", self.arch.name()).as_bytes());
+        if self.build.join(".config").is_file() && kernel::stamp_matches(&config_stamp, &inputs) {
+            return Ok(());
+        }
+        let _ = fs::remove_file(&config_stamp);
+        self.configure(fragment)?;
+        kernel::write_stamp(&config_stamp, &inputs)
+    }
+
+    /// Configures the build directory: tinyconfig, the fragment, olddefconfig; then
+    /// checks that every option of the fragment stuck.
     fn configure(&self, fragment: &str) -> Result<(), String> {
-        progress(&format!(
-            "configuring {}: tinyconfig + {FRAGMENT} without its VGSP options",
-            self.build.display()
+        let log = self.build.join("configure.log");
+        self.say(&format!(
+            "configuring: tinyconfig + {}; log: {}",
+            self.arch.fragment(),
+            log.display()
         ));
-        logged(self.make().arg("tinyconfig"), &self.log, "make tinyconfig")?;
-        let path = self.build.join("api-7.3.config");
+        fs::write(&log, "").map_err(|e| format!("{}: {e}", log.display()))?;
+        logged(self.make().arg("tinyconfig"), &log, "make tinyconfig")?;
+        let path = self.build.join(MERGED_FRAGMENT);
         fs::write(&path, fragment).map_err(|e| format!("{}: {e}", path.display()))?;
         logged(
             Command::new(self.src.join("scripts/kconfig/merge_config.sh"))
                 .args(["-m", ".config"])
                 .arg(&path)
                 .current_dir(&self.build),
-            &self.log,
+            &log,
             "merge_config.sh",
         )?;
-        logged(
-            self.make().arg("olddefconfig"),
-            &self.log,
-            "make olddefconfig",
-        )?;
+        logged(self.make().arg("olddefconfig"), &log, "make olddefconfig")?;
         let config = self.build.join(".config");
         let text = fs::read_to_string(&config).map_err(|e| format!("{}: {e}", config.display()))?;
-        if !text.lines().any(|l| l == "CONFIG_RUST=y") {
-            let mut why = self.make();
-            why.arg("rustavailable");
-            let said = why
-                .output()
-                .map(|o| {
-                    String::from_utf8_lossy(&o.stdout).into_owned()
-                        + &String::from_utf8_lossy(&o.stderr)
-                })
-                .unwrap_or_default();
-            return Err(format!(
-                "CONFIG_RUST=y did not stick in {}: the tree finds no usable Rust toolchain; \
-                 `make rustavailable` (with the same make variables and LIBCLANG_PATH={LIBCLANG}) \
-                 says why:\n{said}",
-                config.display()
-            ));
-        }
-        Ok(())
-    }
-
-    /// Makes sure the tree's `rust/` is configured and built.
-    fn ensure_built(&self, repo: &Path) -> Result<(), String> {
-        let fragment = fragment(repo)?;
-        let stamp = self.build.join("api-7.3.tree");
-        let recorded = fs::read_to_string(&stamp).ok();
-        let tree = self.src.display().to_string();
-        if recorded.as_deref().is_some_and(|r| r != tree) {
-            // make goes by modification times: objects of another tree could pass as built.
-            progress(&format!(
-                "{} was built from another tree: starting it afresh",
-                self.build.display()
-            ));
-            fs::remove_dir_all(&self.build)
-                .map_err(|e| format!("{}: {e}", self.build.display()))?;
-        }
-        let same_fragment =
-            fs::read_to_string(self.build.join("api-7.3.config")).is_ok_and(|f| f == fragment);
-        if recorded.as_deref() == Some(tree.as_str())
-            && same_fragment
-            && self.build.join(".config").is_file()
-            && self.build.join("rust/libkernel.rmeta").is_file()
-        {
-            progress(&format!(
-                "reusing the built rust/ of {}",
-                self.build.display()
-            ));
+        let wrong = unstuck(fragment, &text);
+        if wrong.is_empty() {
             return Ok(());
         }
-        fs::create_dir_all(&self.build).map_err(|e| format!("{}: {e}", self.build.display()))?;
-        fs::write(&self.log, "").map_err(|e| format!("{}: {e}", self.log.display()))?;
-        fs::write(&stamp, &tree).map_err(|e| format!("{}: {e}", stamp.display()))?;
+        let said = self
+            .make()
+            .arg("rustavailable")
+            .output()
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout).into_owned()
+                    + &String::from_utf8_lossy(&o.stderr)
+            })
+            .unwrap_or_default();
+        Err(format!(
+            "options of {} did not stick in {}: {}. A missing dependency (see the options' \
+             `depends on`), or no usable Rust toolchain for the tree: `make rustavailable` \
+             (with the same make variables and LIBCLANG_PATH={LIBCLANG}) says:\n{said}",
+            self.arch.fragment(),
+            config.display(),
+            wrong.join(", ")
+        ))
+    }
+
+    /// Builds the tree's `rust/`; its log is `<build>/build-rust.log`.
+    ///
+    /// # Errors
+    ///
+    /// - make fails.
+    pub(crate) fn build_rust(&self) -> Result<(), String> {
+        let log = self.build.join("build-rust.log");
+        self.say(&format!(
+            "building the tree's rust/ (-j{}; cold: minutes); log: {}",
+            jobs(),
+            log.display()
+        ));
         let t = Instant::now();
-        self.configure(&fragment)?;
-        let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-        progress(&format!(
-            "building the tree's rust/ (-j{jobs}; cold: minutes); log: {}",
-            self.log.display()
-        ));
-        logged(
-            self.make().arg(format!("-j{jobs}")).arg("rust/"),
-            &self.log,
-            "make rust/",
-        )?;
-        progress(&format!(
-            "built rust/ in {:.0} s",
-            t.elapsed().as_secs_f64()
-        ));
+        kernel::run_logged(
+            self.make().arg(format!("-j{}", jobs())).arg("rust/"),
+            &log,
+            &format!("{} rust/", self.arch.name()),
+            self.progress,
+        )
+        .map_err(|e| format!("{e}\n{}", tail(&log, LOG_TAIL)))?;
+        self.say(&format!("rust/ done in {} s", t.elapsed().as_secs()));
         Ok(())
     }
 
-    /// Makes sure the crates.io crates are built for the tree; returns the `--extern`
-    /// flags of [`CRATES_IO`] and the directory of their dependencies.
-    fn crates_io(&self, repo: &Path) -> Result<(Vec<String>, PathBuf), String> {
+    /// Makes sure the crates.io crates ([`CRATES_IO_DEPS`]) are built for the tree, in
+    /// `<build>/vgsp-crates`: built again when the script, the list or the tree's
+    /// `rust/libcore.rmeta` changed, by content.
+    ///
+    /// # Errors
+    ///
+    /// - An input cannot be read, or the script fails.
+    pub(crate) fn crates_io(&self, repo: &Path) -> Result<(), String> {
+        let out = self.build.join("vgsp-crates");
+        let read = |p: &Path| fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+        let inputs = kernel::crates_stamp(
+            &read(&repo.join(EXTERN_CRATES))?,
+            CRATES_IO_DEPS,
+            &read(&self.build.join("rust/libcore.rmeta"))?,
+        );
+        let stamp = out.join(CRATES_STAMP);
+        if out.join("consumer-flags").is_file() && kernel::stamp_matches(&stamp, &inputs) {
+            return Ok(());
+        }
+        let log = self.build.join("extern-crates.log");
+        self.say(&format!(
+            "building the crates.io crates for the tree ({EXTERN_CRATES}, about a minute); \
+             log: {}",
+            log.display()
+        ));
+        // Afresh: no crate of an earlier list stays beside the new ones.
+        match fs::remove_dir_all(&out) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("{}: {e}", out.display()))
+            }
+            _ => {}
+        }
+        kernel::run_logged(
+            Command::new(repo.join(EXTERN_CRATES))
+                .arg(&self.build)
+                .arg(&out)
+                .env("EXTERN_CRATES_DEPS", CRATES_IO_DEPS)
+                .current_dir(repo),
+            &log,
+            EXTERN_CRATES,
+            self.progress,
+        )
+        .map_err(|e| format!("{e}\n{}", tail(&log, LOG_TAIL)))?;
+        kernel::write_stamp(&stamp, &inputs)
+    }
+
+    /// Returns the `--extern` flags of [`CRATES_IO`] and the directory of their
+    /// dependencies, from the crates [`Tree::crates_io`] built.
+    fn crates_io_externs(&self) -> Result<(Vec<String>, PathBuf), String> {
         let out = self.build.join("vgsp-crates");
         let flags = out.join("consumer-flags");
-        if newer(&flags, &self.build.join("rust/libcore.rmeta")) {
-            progress(&format!(
-                "reusing the crates.io crates of {}",
-                out.display()
-            ));
-        } else {
-            progress(&format!(
-                "building the crates.io crates for the tree ({EXTERN_CRATES}, about a minute)"
-            ));
-            logged(
-                Command::new(repo.join(EXTERN_CRATES))
-                    .arg(&self.build)
-                    .arg(&out)
-                    .current_dir(repo),
-                &self.log,
-                EXTERN_CRATES,
-            )?;
-        }
         let text = fs::read_to_string(&flags).map_err(|e| format!("{}: {e}", flags.display()))?;
         let words: Vec<&str> = text.split_whitespace().collect();
         let mut externs = Vec::new();
@@ -564,7 +746,7 @@ fn measure(
             "-Zcrate-attr=no_std",
             "--error-format=json",
         ]);
-    progress(&format!(
+    tree.progress.say(&format!(
         "compiling {CRATE_ROOT}'s metadata against {}",
         tree.src.display()
     ));
@@ -611,8 +793,13 @@ fn measure(
 }
 
 /// `cargo xtask api-7.3 [--tree DIR]`.
+///
+/// # Errors
+///
+/// - The measurement cannot run: a missing tool, a failed build, a crate rustc cannot
+///   load.
 pub(crate) fn api_7_3(args: &[String]) -> Result<bool, String> {
-    let src = match args {
+    let pristine = match args {
         [] => linux::linux_7_3()?,
         [flag, dir] if flag == "--tree" => {
             let dir = PathBuf::from(dir);
@@ -626,46 +813,28 @@ pub(crate) fn api_7_3(args: &[String]) -> Result<bool, String> {
         }
         _ => return Err("usage: cargo xtask api-7.3 [--tree DIR]".into()),
     };
-    let src = fs::canonicalize(&src).map_err(|e| format!("{}: {e}", src.display()))?;
+    let progress = Progress::new("api-7.3");
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .ok_or("no repository root")?
         .to_path_buf();
     let cache = linux::cache()?;
-    let bindgen = cache.join("bindgen/bin/bindgen");
-    if !bindgen.is_file() {
-        return Err(format!(
-            "no {}: tests/kernel.sh builds it (cargo install bindgen-cli --locked --root {})",
-            bindgen.display(),
-            cache.join("bindgen").display()
-        ));
-    }
-    if !Path::new(LIBCLANG).is_dir() {
-        return Err(format!(
-            "no {LIBCLANG}: Linux 7.3's bindgen needs libclang 17 or newer; \
-             `apt-get install clang-22 libclang1-22` provides it"
-        ));
-    }
-    for tool in [RUSTC, RUSTDOC] {
-        if !Path::new(tool).is_file() {
-            return Err(format!("no {tool}: the tree builds with Debian's rustc"));
-        }
-    }
-    let build = cache.join(BUILD_DIR);
-    let tree = Tree {
-        log: build.join("api-7.3.log"),
-        src,
-        build,
-        bindgen,
-    };
+    kernel::ensure_packages(&[Arch::X86_64], false, progress)?;
+    kernel::check_tools()?;
+    let _lock = kernel::lock(&cache, progress)?;
+    let bindgen = kernel::ensure_bindgen(&cache, progress)?;
+    let scratch = kernel::scratch_tree(&pristine, &repo, progress)?;
+    let tree = Tree::new(Arch::X86_64, &scratch, &cache, bindgen, progress);
     let started = Instant::now();
-    tree.ensure_built(&repo)?;
-    let (externs, deps) = tree.crates_io(&repo)?;
+    tree.ensure_configured(&fragment(&repo, tree.arch, true)?)?;
+    tree.build_rust()?;
+    tree.crates_io(&repo)?;
+    let (externs, deps) = tree.crates_io_externs()?;
     let findings = measure(&repo, &tree, &externs, &deps)?;
     for f in &findings {
         println!("api-7.3 error: {}: {}", f.location, f.message);
     }
-    progress(&format!(
+    progress.say(&format!(
         "{:.0} s; full diagnostics in {}",
         started.elapsed().as_secs_f64(),
         tree.build.join("api-7.3/diagnostics.txt").display()
@@ -742,5 +911,44 @@ mod tests {
             location(&diag, Path::new("/repo"), Path::new("/build")),
             "drivers/a.rs:42"
         );
+    }
+
+    #[test]
+    fn drops_only_the_given_options_from_a_fragment() {
+        let fragment = "# The project.\nCONFIG_RUST=y\nCONFIG_NOVA_CORE_VGSP=y\nCONFIG_VGSP=y\n\
+                        # CONFIG_VGSP_KUNIT_TEST is not set\nCONFIG_VGSPX=y\n";
+        let options = [
+            "CONFIG_NOVA_CORE_VGSP",
+            "CONFIG_VGSP",
+            "CONFIG_VGSP_KUNIT_TEST",
+        ]
+        .map(String::from);
+        assert_eq!(
+            without_options(fragment, &options),
+            "# The project.\nCONFIG_RUST=y\nCONFIG_VGSPX=y\n"
+        );
+    }
+
+    #[test]
+    fn names_the_options_that_did_not_stick() {
+        let fragment =
+            "# A comment.\nCONFIG_RUST=y\nCONFIG_KUNIT=y\n# CONFIG_MODVERSIONS is not set\n\
+                        # CONFIG_DEBUG_INFO_BTF is not set\n";
+        let config = "CONFIG_RUST_IS_AVAILABLE=y\n# CONFIG_RUST is not set\nCONFIG_KUNIT=y\n\
+                      CONFIG_MODVERSIONS=y\n";
+        assert_eq!(
+            unstuck(fragment, config),
+            ["CONFIG_RUST=y", "CONFIG_MODVERSIONS (wanted not set, is y)"]
+        );
+        let config = "CONFIG_RUST=y\nCONFIG_KUNIT=y\n";
+        assert!(unstuck(fragment, config).is_empty());
+    }
+
+    #[test]
+    fn names_architectures_as_the_kernel_does() {
+        assert_eq!(Arch::parse("arm64"), Some(Arch::Arm64));
+        assert_eq!(Arch::parse("aarch64"), None);
+        assert_eq!(Arch::X86_64.fragment(), "tests/kernel/7.3-x86_64.config");
+        assert_eq!(Arch::Arm64.image().1, "arch/arm64/boot/Image");
     }
 }

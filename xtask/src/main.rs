@@ -21,8 +21,12 @@
 //!
 //! `cargo xtask api-7.3 [--tree DIR]`: the errors of nova-core compiled against the
 //! pristine Linux 7.3 `kernel` crate (see [`api`]).
+//!
+//! `cargo xtask kernel-7.3 [--without-project] [x86_64|arm64]...`: the kernel tier on
+//! Linux 7.3, the project built into the tree and booted under QEMU (see [`kernel`]).
 
 mod api;
+mod kernel;
 mod linux;
 
 use std::{
@@ -427,9 +431,11 @@ fn main() -> ExitCode {
         Some("linux-7.3") => linux::linux_7_3_command(&args[1..]),
         Some("check-patches") => linux::check_patches(&args[1..]),
         Some("api-7.3") => api::api_7_3(&args[1..]),
+        Some("kernel-7.3") => kernel::kernel_7_3(&args[1..]),
         _ => Err(
             "usage: cargo xtask ordering-mutants [--jobs N] [--list] | linux-7.3 | \
-                  check-patches [--tree DIR] | api-7.3 [--tree DIR]"
+                  check-patches [--tree DIR] | api-7.3 [--tree DIR] | \
+                  kernel-7.3 [--without-project] [x86_64|arm64]..."
                 .into(),
         ),
     };

@@ -2,37 +2,76 @@
 
 //! The GSP behind QEMU's `ivshmem-doorbell` PCI device (1af4:1110).
 //!
-//! Here the GSP is a process on the host, a peer of the device, with its own view of the
-//! memory:
+//! Here the GSP is a process on the host, a peer of the device, which maps the guest's RAM
+//! and reaches the driver's coherent allocations by bus address, as firmware does:
 //!
 //! - BAR0 holds the device's registers; writing
 //!   [`IVSHMEM_DOORBELL`](struct@IVSHMEM_DOORBELL) with the GSP's peer id interrupts it.
 //!   That write is this device's [`Doorbell`] ([`PeerDoorbell`]), where a GPU has
 //!   `NV_PGSP_QUEUE_HEAD`.
-//! - BAR2 is the shared memory: [`GspMem`] at offset 0 (the GSP sees it at bus address
-//!   0), and the attach mailbox in the last page.
+//! - BAR2 is the shared memory of the device, [`SHM_SIZE`] bytes: the attach mailbox
+//!   alone, mapped as I/O memory ([`IvshmemMailbox`]) and accessed with `readq`/`writeq`.
+//! - The queues ([`GspMem`]) are the driver's own coherent allocation ([`Gsp::new`] for the
+//!   device given to [`IvshmemGsp::new`]), in guest RAM; the driver tells the GSP their bus
+//!   address in the mailbox ([`DRIVER_GSP_MEM_OFFSET`]). Under QEMU without an IOMMU the
+//!   bus address is the guest-physical address, which the GSP process finds in the guest
+//!   RAM it maps (see `vgsp-qemu`).
 //! - The GSP raises MSI-X vector 0 after posting a message; the driver sleeps on it
 //!   ([`MsgqSignal`]) or, without MSI-X, polls.
+//!
+//! # The mailbox
+//!
+//! | offset | word | stored by |
+//! |---|---|---|
+//! | [`GSP_ATTACH_OFFSET`] (0x00) | [`GspAttach`]: generation, peer id, magic | the GSP |
+//! | [`DRIVER_ATTACH_OFFSET`] (0x40) | [`DriverAttach`]: generation acknowledged, session, peer id | the driver |
+//! | [`DRIVER_GSP_MEM_OFFSET`] (0x48) | the bus address of the driver's [`GspMem`] | the driver |
+//!
+//! The GSP's word and the driver's words are a cache line apart. Each word is stored by one
+//! side only, the driver's with `writeq`, read by the driver with `readq`; the GSP
+//! process, which sees the BAR as the memory it is, uses atomics.
 //!
 //! # Attaching
 //!
 //! The GSP process can die and be started again with a new peer id, so the two sides
-//! meet through a mailbox of two words in BAR2, each stored by one side only:
+//! meet through the mailbox:
 //!
 //! 1. the GSP stores [`GspAttach`] with its peer id and a generation one above the last
-//!    one, then leaves the queues alone until the driver acknowledges that generation;
-//! 2. the driver initialises the queues, stores [`DriverAttach`] with that generation, a
-//!    new session number and its own peer id (whom the GSP interrupts), and rings the GSP;
-//! 3. the GSP, seeing a new (generation, session), starts over on the fresh queues.
+//!    one; it knows of no queues until the driver acknowledges that generation;
+//! 2. the driver allocates and initialises fresh queues, stores their bus address in
+//!    `DRIVER_GSP_MEM`, then [`DriverAttach`] with that generation, a new session number and
+//!    its own peer id (whom the GSP interrupts), and rings the GSP;
+//! 3. the GSP, seeing a new (generation, session), reads `DRIVER_GSP_MEM`, checks that the
+//!    whole [`GspMem`] lies page-aligned inside the RAM it maps, and starts over on the
+//!    fresh queues; it refuses (and logs) an address that does not, and waits for the next
+//!    acknowledgement.
 //!
 //! The driver attaches anew only to a quiescent queue: at bring-up, or to a GSP that
 //! restarted.
+//!
+//! # Freeing the queues
+//!
+//! The protocol has no detach: nothing tells the driver that the GSP has let go of the
+//! queues of an earlier session. The driver drops them only after it has published new
+//! ones and rung the GSP ([`IvshmemGsp::attach`]), or when [`IvshmemGsp`] is dropped; a GSP
+//! that is still running on them at that moment (it reads them when it wakes, and writes
+//! them only to answer a command) may touch memory that is no longer theirs.
+//!
+//! [`GspMem`]: crate::gsp::fw::GspMem
 
-use core::ptr::NonNull;
+// A kernel build warns of missing docs (`-Wmissing_docs`), and Linux 7.3's `register!`
+// generates an undocumented constant per field (`<FIELD>_RANGE`, `_MASK`, `_SHIFT`).
+#![cfg_attr(
+    CONFIG_RUST,
+    expect(missing_docs, reason = "the constants 7.3's register! generates")
+)]
 
 use bitfield_struct::bitfield;
 use kernel::{
-    dma::Coherent,
+    device::{
+        Bound,
+        Device, //
+    },
     io::{
         register,
         register::Register,
@@ -41,12 +80,6 @@ use kernel::{
         Region, //
     },
     prelude::*,
-    sync::atomic::{
-        Acquire,
-        Atomic,
-        Relaxed,
-        Release, //
-    },
     time::{
         delay::fsleep,
         Delta,
@@ -57,12 +90,8 @@ use kernel::{
 
 use crate::gsp::{
     cmdq::MsgqSignal,
-    fw::{
-        GspMem,
-        GSP_PAGE_SIZE, //
-    },
     regs::Doorbell,
-    Gsp,
+    Gsp, //
 };
 
 /// The PCI vendor id of the device (Red Hat, Inc., formerly Qumranet).
@@ -108,30 +137,39 @@ impl IVSHMEM_IV_POSITION {
         if self.invalid() != 0 {
             return Err(ENODEV);
         }
-        // CAST: `peer` is a 16-bit field.
-        Ok(self.peer() as u16)
+        Ok(u16::from(self.peer()))
     }
 }
 
 static_assertions::const_assert!(IVSHMEM_DOORBELL::OFFSET + 4 <= REGS_SIZE);
 static_assertions::const_assert!(IVSHMEM_IV_POSITION::OFFSET + 4 <= REGS_SIZE);
 
-/// The size of the shared memory (BAR2) the virtual GSP's device has: a power of two, as
-/// a BAR.
-pub const SHM_SIZE: usize = 1 << 20;
-/// The offset of [`GspMem`] in the shared memory, and its bus address for the GSP.
-pub const GSP_MEM_OFFSET: usize = 0;
-/// The offset of the attach mailbox: the last page.
-pub const MAILBOX_OFFSET: usize = SHM_SIZE - GSP_PAGE_SIZE;
+/// The size of the shared memory (BAR2) of the virtual GSP's device: the mailbox alone.
+///
+/// The smallest that works: QEMU maps the server's shared-memory file as guest RAM in whole
+/// host pages and refuses a file smaller than one ("backing store size ... does not match
+/// 'size' option 0x1000" with 2 KiB on a 4 KiB-page host), and a BAR is a power of two,
+/// which is all `ivshmem-server` asks. A host with larger pages needs a larger BAR.
+pub const SHM_SIZE: usize = 0x1000;
+/// BAR2 of the device, mapped as I/O memory: the mailbox.
+pub type IvshmemMailbox<'a> = Mmio<'a, Region<SHM_SIZE>>;
 /// The offset of [`GspAttach`], stored by the GSP.
-pub const GSP_ATTACH_OFFSET: usize = MAILBOX_OFFSET;
+pub const GSP_ATTACH_OFFSET: usize = 0x00;
 /// The offset of [`DriverAttach`], stored by the driver: a cache line away from the GSP's
 /// word.
-pub const DRIVER_ATTACH_OFFSET: usize = MAILBOX_OFFSET + 64;
+pub const DRIVER_ATTACH_OFFSET: usize = 0x40;
+/// The offset of the bus address of the driver's
+/// [`GspMem`](crate::gsp::fw::GspMem), stored by the driver before
+/// [`DriverAttach`].
+pub const DRIVER_GSP_MEM_OFFSET: usize = 0x48;
 
 static_assertions::const_assert!(SHM_SIZE.is_power_of_two());
-static_assertions::const_assert!(GSP_MEM_OFFSET + core::mem::size_of::<GspMem>() <= MAILBOX_OFFSET);
-static_assertions::const_assert!(DRIVER_ATTACH_OFFSET + 8 <= SHM_SIZE);
+static_assertions::const_assert!(GSP_ATTACH_OFFSET + 8 <= DRIVER_ATTACH_OFFSET);
+static_assertions::const_assert!(
+    DRIVER_ATTACH_OFFSET.is_multiple_of(8) && DRIVER_GSP_MEM_OFFSET.is_multiple_of(8)
+);
+static_assertions::const_assert!(DRIVER_ATTACH_OFFSET + 8 <= DRIVER_GSP_MEM_OFFSET);
+static_assertions::const_assert!(DRIVER_GSP_MEM_OFFSET + 8 <= SHM_SIZE);
 
 /// The GSP's mailbox word.
 #[bitfield(u64)]
@@ -183,7 +221,7 @@ impl Doorbell for PeerDoorbell<'_> {
         self.regs.write_reg(
             IVSHMEM_DOORBELL::zeroed()
                 .with_peer(self.peer)
-                .with_vector(0u32),
+                .with_const_vector::<0>(),
         );
     }
 }
@@ -191,82 +229,66 @@ impl Doorbell for PeerDoorbell<'_> {
 /// How often the driver looks at the mailbox while waiting without a signal.
 const ATTACH_POLL: Delta = Delta::from_millis(1);
 
-/// The driver's side of the device: the registers, the shared memory, and the GSP
-/// attached to it.
-///
-/// # Invariants
-///
-/// `shm` is valid for reads and writes of [`SHM_SIZE`] bytes for `'a` and shared only with
-/// the device; `mailbox` is its last page; `gsp`, if any, holds the only
-/// [`Coherent`] of the [`GspMem`] in it.
+/// The driver's side of the device: the registers, the mailbox, the device the queues are
+/// allocated for, and the GSP attached.
 pub struct IvshmemGsp<'a> {
     regs: &'a IvshmemRegs<'a>,
-    shm: NonNull<u8>,
-    mailbox: Coherent<[u64]>,
+    mailbox: &'a IvshmemMailbox<'a>,
+    dev: &'a Device<Bound>,
     signal: Option<&'static dyn MsgqSignal>,
     gsp: Option<(Gsp, PeerDoorbell<'a>)>,
     generation: u32,
 }
 
 impl<'a> IvshmemGsp<'a> {
-    /// Takes the device's registers and shared memory. `signal`, if any, is raised by the
-    /// GSP's interrupt (MSI-X vector 0).
-    ///
-    /// # Errors
-    ///
-    /// - `EINVAL` if the shared memory is smaller than [`SHM_SIZE`] or not page-aligned.
-    ///
-    /// # Safety
-    ///
-    /// `shm` must be the device's shared memory, valid for reads and writes of `len` bytes
-    /// for `'a`, and not accessed by the CPU other than through the returned value.
-    pub unsafe fn new(
+    /// Takes the device's registers (BAR0), its mailbox (BAR2), and the device whose
+    /// coherent allocations hold the queues (the PCI device: the GSP reaches them by bus
+    /// address). `signal`, if any, is raised by the GSP's interrupt (MSI-X vector 0).
+    pub fn new(
         regs: &'a IvshmemRegs<'a>,
-        shm: NonNull<u8>,
-        len: usize,
+        mailbox: &'a IvshmemMailbox<'a>,
+        dev: &'a Device<Bound>,
         signal: Option<&'static dyn MsgqSignal>,
-    ) -> Result<Self> {
-        if len < SHM_SIZE || !(shm.as_ptr() as usize).is_multiple_of(GSP_PAGE_SIZE) {
-            return Err(EINVAL);
-        }
-        // SAFETY: `shm + MAILBOX_OFFSET` is page-aligned and valid for the page that
-        // follows for `'a` (the caller's guarantee, `len >= SHM_SIZE`); the mailbox page
-        // overlaps no other allocation made from `shm`.
-        let mailbox = unsafe {
-            Coherent::<[u64]>::from_device_memory(
-                core::ptr::slice_from_raw_parts_mut(
-                    shm.add(MAILBOX_OFFSET).cast::<u64>().as_ptr(),
-                    GSP_PAGE_SIZE / 8,
-                ),
-                MAILBOX_OFFSET as u64,
-            )?
-        };
-        // INVARIANT: checked above and guaranteed by the caller; nothing attached yet.
-        Ok(Self {
+    ) -> Self {
+        Self {
             regs,
-            shm,
             mailbox,
+            dev,
             signal,
             gsp: None,
             generation: 0,
-        })
+        }
     }
 
-    fn word(&self, offset: usize) -> Result<&Atomic<u64>> {
-        self.mailbox.atomic_u64(offset - MAILBOX_OFFSET)
-    }
-
-    /// Returns the GSP's mailbox word, with acquire semantics.
+    /// Returns the GSP's mailbox word.
+    ///
+    /// The mailbox accesses check their offset when they run (`try_read64`): a 64-bit
+    /// access to a `Region`, 4-byte aligned by type, cannot be proven aligned at build time.
     ///
     /// # Errors
     ///
-    /// None in practice: the word is inside the mailbox.
+    /// None in practice: the word is aligned and inside the mailbox.
     pub fn gsp_attach(&self) -> Result<GspAttach> {
-        // ORDERING: LOAD->STORE. Acquire: orders this load of the GSP's attach before our
-        // stores that initialise the queues for it. Pairs with the GSP's release store of
-        // the word, after which it leaves the queues alone.
+        // ORDERING: LOAD->LOAD, LOAD->STORE. `readq`: this read of the GSP's word is ordered
+        // before our later accesses, among them the queues' initialisation and the
+        // acknowledgement that names this generation (`attach`). Pairs with the GSP's
+        // release store of the word.
         Ok(GspAttach::from_bits(
-            self.word(GSP_ATTACH_OFFSET)?.load(Acquire),
+            self.mailbox.try_read64(GSP_ATTACH_OFFSET)?,
+        ))
+    }
+
+    /// Returns the driver's own mailbox word: what it last acknowledged.
+    ///
+    /// # Errors
+    ///
+    /// None in practice: the word is aligned and inside the mailbox.
+    pub fn driver_attach(&self) -> Result<DriverAttach> {
+        // ORDERING: LOAD->STORE. `readq`: ordered before our later accesses, but no partner:
+        // only the driver stores this word, so this reads back our own last `writeq` of it
+        // (in `attach`), whose order the protocol relies on; this read needs none.
+        Ok(DriverAttach::from_bits(
+            self.mailbox.try_read64(DRIVER_ATTACH_OFFSET)?,
         ))
     }
 
@@ -292,47 +314,42 @@ impl<'a> IvshmemGsp<'a> {
         }
     }
 
-    /// Waits for a GSP to attach, initialises the queues for it and tells it so; returns
-    /// its generation. With `after`, waits for a GSP other than generation `after` (one
-    /// started after that one died). A GSP attached earlier, with its queues, is dropped.
+    /// Waits for a GSP to attach, allocates and initialises fresh queues for it and tells it
+    /// where they are; returns its generation. With `after`, waits for a GSP other than
+    /// generation `after` (one started after that one died). The queues of an earlier
+    /// attach are dropped once the new ones are published (see "Freeing the queues" in the
+    /// module documentation).
     ///
     /// # Errors
     ///
     /// - `ETIMEDOUT` if no GSP attaches within `timeout`.
     /// - `ENODEV` if the device is not connected to a server.
-    /// - `ENOMEM` if the queues' buffers cannot be had.
+    /// - `ENOMEM` if the queues' memory cannot be had.
     pub fn attach(&mut self, after: Option<u32>, timeout: Delta) -> Result<u32> {
         let attach = self.wait_for_gsp(after, timeout)?;
         let own_peer = self.regs.read(IVSHMEM_IV_POSITION).peer_id()?;
-        // The old queues go before the memory is taken again.
-        self.gsp = None;
-        // SAFETY: `shm` is valid and page-aligned for `SHM_SIZE` bytes for `'a` (type
-        // invariant), which holds a `GspMem` at `GSP_MEM_OFFSET`; the previous allocation
-        // of it was dropped just above, so this is the only one.
-        let mem = unsafe {
-            Coherent::<GspMem>::from_device_memory(
-                self.shm.add(GSP_MEM_OFFSET).cast::<GspMem>().as_ptr(),
-                GSP_MEM_OFFSET as u64,
-            )?
-        };
-        let mut gsp = Gsp::new_in(mem)?;
+        let mut gsp = Gsp::new(self.dev)?;
         if let Some(signal) = self.signal {
             gsp.cmdq.set_signal(signal);
         }
+        let gsp_mem = gsp.cmdq.gsp_mem().dma_address();
 
-        let word = self.word(DRIVER_ATTACH_OFFSET)?;
-        // Only the driver stores this word: its own last value.
-        let session = DriverAttach::from_bits(word.load(Relaxed))
-            .session()
-            .wrapping_add(1);
+        let session = self.driver_attach()?.session().wrapping_add(1);
         let ack = DriverAttach::new()
             .with_generation(attach.generation())
             .with_session(session)
             .with_peer(own_peer);
-        // ORDERING: STORE->STORE. Release: orders our stores that initialised the queues
-        // (`Gsp::new_in` above) before this acknowledgement, which lets the GSP use them.
-        // Pairs with the GSP's acquire load of the word.
-        word.store(ack.into_bits(), Release);
+        // ORDERING: STORE->STORE. `writeq`: orders our earlier stores to coherent memory
+        // (the queues' initialisation in `Gsp::new`) before this store of their address. The
+        // GSP relies on the acknowledgement's `writeq` below, which orders this store too.
+        self.mailbox.try_write64(gsp_mem, DRIVER_GSP_MEM_OFFSET)?;
+        // ORDERING: STORE->STORE. `writeq`: orders our earlier stores, to coherent memory
+        // (the queues' initialisation in `Gsp::new`) and to the mailbox (`DRIVER_GSP_MEM`
+        // just above), before this acknowledgement, which lets the GSP use them. Pairs with
+        // the GSP's acquire load of the word, after which it reads `DRIVER_GSP_MEM` and the
+        // queues.
+        self.mailbox
+            .try_write64(ack.into_bits(), DRIVER_ATTACH_OFFSET)?;
 
         let doorbell = PeerDoorbell {
             regs: self.regs,
@@ -340,7 +357,7 @@ impl<'a> IvshmemGsp<'a> {
         };
         doorbell.ring();
         self.generation = attach.generation();
-        // INVARIANT: the allocation of `GspMem` moved into `gsp` is the only one.
+        // The earlier queues, if any, go only now: the GSP has been told of the new ones.
         self.gsp = Some((gsp, doorbell));
         Ok(self.generation)
     }

@@ -3,10 +3,7 @@
 //! The GSP's copy engine: the DMA windows the environment maps for it, and the
 //! `VGSP_CE_COPY` transfers it lands there in chunks, each reported on an `mbarrier`.
 
-use kernel::{
-    dma::DmaView,
-    prelude::*, //
-};
+use kernel::prelude::*;
 use nova_core::{
     gsp::{
         commands::CeCopy,
@@ -17,6 +14,7 @@ use nova_core::{
         Mbarrier, //
     },
 };
+use vdev::DmaView;
 use zerocopy::FromBytes;
 
 use crate::{

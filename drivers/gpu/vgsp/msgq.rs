@@ -5,7 +5,6 @@
 //! `cpuq` elements, and the fault injection that posts raw `gspq` elements.
 
 use kernel::{
-    dma::DmaView,
     prelude::*,
     sync::barrier::{
         dma_mb,
@@ -26,6 +25,7 @@ use nova_core::gsp::fw::{
     MSGQ_READ_PTR_OFFSET,
     MSGQ_WRITE_PTR_OFFSET, //
 };
+use vdev::DmaView;
 use zerocopy::IntoBytes;
 
 use crate::Vgsp;

@@ -37,10 +37,7 @@ mod commands;
 mod msgq;
 mod outbox;
 
-use kernel::{
-    dma::DmaView,
-    prelude::*, //
-};
+use kernel::prelude::*;
 use nova_core::gsp::{
     commands::{
         ConfigMirror,
@@ -52,6 +49,7 @@ use nova_core::gsp::{
         RingCursor, //
     },
 };
+use vdev::DmaView;
 
 use crate::{
     ce::{

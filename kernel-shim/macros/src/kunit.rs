@@ -5,9 +5,8 @@
 //! The attribute rewrites only tokens and leaves what a suite *is* to the `kernel`
 //! crate it expands against: it hands the case names to `kernel::__kunit_suite!` and
 //! turns `assert!`, `assert_eq!` and `assert_ne!` into `kernel::__kunit_assert*!`. The
-//! host's `kernel` crate makes those a `KUNIT_SUITE` static for its KTAP runner and the
-//! standard assertions; the kernel's makes them a `struct kunit_suite` in the
-//! `.kunit_test_suites` section and KUnit assertions that fail the case.
+//! shim makes those a `KUNIT_SUITE` static for its KTAP runner and the standard
+//! assertions. Inside a kernel the suites expand with Linux 7.3's own `#[kunit_tests]`.
 
 use proc_macro::{
     Delimiter,

@@ -2,10 +2,9 @@
 
 //! Procedural macros of the `kernel` shim.
 //!
-//! Like the kernel's own `macros` crate they use only `proc_macro`, no `syn`. Each macro
-//! lives in a module of its own that the kernel-tree tier adds to the tree's `macros`
-//! crate unchanged (`kunit.rs` becomes `rust/macros/kunit.rs`), so the attribute expands
-//! the same way in both places.
+//! They use only `proc_macro`, no `syn`, each macro in a module of its own. Host only: a
+//! kernel build uses the `macros` crate of Linux 7.3, whose `#[kunit_tests]` and `paste!`
+//! are its own.
 
 use proc_macro::TokenStream;
 

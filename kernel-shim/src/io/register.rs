@@ -3,11 +3,18 @@
 //! Typed registers, as Linux 7.3's `kernel::io::register`: [`register!`](crate::register!)
 //! declares, for each register, a type holding its value with accessors for its bit
 //! fields, and a location of the same name that the [`Io`](super::Io) accessors take.
+//! Each field is a [`Bounded`](crate::num::Bounded) of the register's integer and the
+//! field's width, so a value that does not fit the field does not build, or, known only
+//! when the code runs, is refused.
 //!
 //! ```
-//! use kernel::io::{
-//!     register,
-//!     Io,
+//! use kernel::{
+//!     io::{
+//!         register,
+//!         Io,
+//!     },
+//!     num::Bounded,
+//!     prelude::*,
 //! };
 //!
 //! register! {
@@ -20,9 +27,12 @@
 //!     }
 //! }
 //!
+//! // `zeroed()` is `Zeroable`'s, from the prelude.
 //! let value = ENGINE_CTL::zeroed().with_queue(3u8).with_start(true);
 //! assert_eq!(value.into_raw(), 0x301);
 //! assert_eq!(value.queue(), 3);
+//! let queue: Bounded<u32, 8> = value.queue();
+//! assert_eq!(u8::from(queue), 3);
 //!
 //! let bar = kernel::vdev::SimBar::<0x100>::new(&[]).unwrap();
 //! let io = *bar.io();
@@ -30,7 +40,7 @@
 //! assert_eq!(io.read32(0x40), 0x301);
 //! io.update(ENGINE_CTL, |r| r.with_start(false));
 //! assert_eq!(io.read(ENGINE_CTL).queue(), 3);
-//! assert_eq!(io.read(ENGINE_CTL).start(), 0);
+//! assert!(!io.read(ENGINE_CTL).start().into_bool());
 //! ```
 //!
 //! # Syntax
@@ -57,35 +67,35 @@
 //! The type `NAME` (`Clone`, `Copy`, `PartialEq`, `Eq`, `Default`, and a `Debug` that
 //! shows the raw value and each field in hex), wrapping its `STORAGE` value:
 //!
-//! - `NAME::zeroed()`, `NAME::from_raw(raw)`, `value.into_raw()`, and `From` both ways
-//!   between `NAME` and `STORAGE`;
-//! - per field: `field()`, the field shifted down to bit 0; `with_field(v)`,
-//!   `with_const_field::<V>()` and `try_with_field(v)`, the value with the field replaced
-//!   and every other bit kept; the constants `FIELD_MASK` (in place), `FIELD_SHIFT` and
-//!   `FIELD_RANGE` (`LO..=HI`);
+//! - `NAME::from_raw(raw)`, `value.into_raw()`, `From` both ways between `NAME` and
+//!   `STORAGE`, and [`Zeroable`](crate::init::Zeroable), whose `NAME::zeroed()` is the
+//!   value with every bit clear;
+//! - per field of `WIDTH = HI + 1 - LO` bits:
+//!   - `field()`, the field shifted down to bit 0, a `Bounded<STORAGE, WIDTH>`;
+//!   - `with_field(v)`, for any `v` that converts into a `Bounded<STORAGE, WIDTH>`:
+//!     a `Bounded` of that type, a `bool` for any field, and an unsigned primitive no
+//!     wider than the field (`u8` for 8 bits or more, `u16` for 16, `u32` for 32, `u64`
+//!     for 64, each no wider than `STORAGE`); a narrower `Bounded` goes through
+//!     [`Bounded::extend`](crate::num::Bounded::extend), any other value through
+//!     `try_with_field(v)`, which returns `EOVERFLOW` for a value that does not fit;
+//!   - `with_const_field::<V>()`, a `const fn`, for a constant `V` of type `STORAGE`
+//!     (a `V` that does not fit fails the build);
+//!   - each of them returns the value with the field replaced and every other bit kept;
+//!   - the constants `FIELD_MASK` (in place), `FIELD_SHIFT` and `FIELD_RANGE`
+//!     (`LO..=HI`);
 //! - [`Register`] and [`FixedRegister`], hence [`LocatedRegister`]: the value carries its
 //!   location, so [`Io::write_reg`](super::Io::write_reg) needs nothing else;
 //! - the constant `NAME`, a [`FixedRegisterLoc`]: the location for
 //!   [`Io::read`](super::Io::read), [`Io::update`](super::Io::update) and their `try_`
 //!   forms on any view of a [`Region`].
 //!
+//! A constant register value starts from `NAME::from_raw(0)`: `zeroed()`, a trait's, is
+//! not `const` (7.3 has `pin_init::zeroed()` for that, which this crate does not).
+//!
 //! # Against 7.3
 //!
-//! 7.3's fields are `kernel::num::Bounded` integers, which this crate does not have:
-//!
-//! - `field()` returns the plain `STORAGE` integer where 7.3 returns
-//!   `Bounded<STORAGE, WIDTH>`: code that calls `.get()` or, for one bit,
-//!   `.into_bool()` on it is 7.3's only (compare with 0 instead).
-//! - `with_field(v)` takes any `T: Into<STORAGE>` where 7.3 takes
-//!   `T: Into<Bounded<STORAGE, WIDTH>>`, so a type too wide for the field (a `u8` for a
-//!   4-bit field), which 7.3 refuses to build, builds here; a value that does not fit
-//!   the field **panics**, in every build (it is never truncated). Values that are not
-//!   constants and may not fit go through `try_with_field(v)`, which returns `EOVERFLOW`
-//!   as 7.3's does; constants through `with_const_field::<V>()`, which fails the build as
-//!   7.3's does.
-//! - `zeroed()` is an inherent `const fn`, where 7.3's is `pin_init::Zeroable`'s (through
-//!   the prelude); `Default` (all bits clear) is ours alone. `field()` is a `const fn`
-//!   here.
+//! - `Default` (all bits clear) is ours alone, and so is the hex of `Debug`: 7.3 shows
+//!   each field's `Bounded` as `Debug` formats it.
 //! - A location beyond the region's size panics when the access runs, where 7.3 fails the
 //!   build (as for every fixed-offset access of [`Io`](super::Io) in this crate).
 //!
@@ -197,7 +207,11 @@ impl<const SIZE: usize, T: FixedRegister> LocatedRegister<Region<SIZE>> for T {
 /// differs from Linux 7.3's.
 ///
 /// ```
-/// use kernel::io::register;
+/// use kernel::{
+///     io::register,
+///     num::Bounded,
+///     prelude::*,
+/// };
 ///
 /// register! {
 ///     /// A status register.
@@ -211,9 +225,16 @@ impl<const SIZE: usize, T: FixedRegister> LocatedRegister<Region<SIZE>> for T {
 ///
 /// let status = STATUS::from_raw(0x0121);
 /// assert_eq!(status.error(), 0x12);
-/// assert_eq!(status.busy(), 1);
+/// assert!(status.busy().into_bool());
 /// assert_eq!(status.with_const_error::<0>().into_raw(), 0x0001);
-/// assert!(status.try_with_error(0x1000u16).is_err());
+/// // A 12-bit field takes a `u8`, a `Bounded` of 12 bits, or anything that fits.
+/// assert_eq!(status.with_error(0xffu8).into_raw(), 0x0ff1);
+/// assert_eq!(
+///     STATUS::zeroed().with_error(Bounded::<u16, 12>::new::<0xabc>()).into_raw(),
+///     0xabc0
+/// );
+/// assert_eq!(status.try_with_error(0x1000u16), Err(EOVERFLOW));
+/// assert_eq!(status.try_with_error(0xfffu16).map(STATUS::into_raw), Ok(0xfff1));
 /// ```
 #[macro_export]
 macro_rules! register {
@@ -237,12 +258,6 @@ macro_rules! register {
         // Not every user calls every accessor.
         #[allow(dead_code)]
         impl $name {
-            /// The value with every bit clear.
-            #[inline(always)]
-            $vis const fn zeroed() -> Self {
-                Self { inner: 0 }
-            }
-
             /// The value whose bits are `raw`.
             #[inline(always)]
             $vis const fn from_raw(raw: $storage) -> Self {
@@ -255,6 +270,10 @@ macro_rules! register {
                 self.inner
             }
         }
+
+        // SAFETY: `$name` is a transparent wrapper of the integer `$storage`, whose every
+        // bit pattern, zero included, is a value of the register.
+        unsafe impl $crate::init::Zeroable for $name {}
 
         impl ::core::convert::From<$storage> for $name {
             #[inline(always)]
@@ -347,10 +366,24 @@ macro_rules! register {
                     "), shifted down to bit 0."
                 )]
                 #[inline(always)]
-                $vis const fn $field(self) -> $storage {
+                $vis fn $field(self) -> $crate::num::Bounded<$storage, { $hi + 1 - $lo }> {
                     const MASK: $storage = $name::[<$field:upper _MASK>];
                     const SHIFT: u32 = $name::[<$field:upper _SHIFT>];
-                    (self.inner & MASK) >> SHIFT
+                    // The bits of the field, at bit 0, fit its width: `from_expr`'s check
+                    // never fails, and the optimiser removes it.
+                    $crate::num::Bounded::from_expr((self.inner & MASK) >> SHIFT)
+                }
+
+                /// Returns the value with the field set to `value`.
+                #[inline(always)]
+                const fn [<__with_ $field>](
+                    self,
+                    value: $crate::num::Bounded<$storage, { $hi + 1 - $lo }>,
+                ) -> Self {
+                    const MASK: $storage = $name::[<$field:upper _MASK>];
+                    const SHIFT: u32 = $name::[<$field:upper _SHIFT>];
+                    // `value` fits the field's width, so the shift keeps it inside `MASK`.
+                    Self { inner: (self.inner & !MASK) | (value.get() << SHIFT) }
                 }
 
                 $(#[doc = $doc])*
@@ -358,32 +391,15 @@ macro_rules! register {
                 #[doc = ::core::concat!(
                     "Returns the value with the field (bits ",
                     ::core::stringify!($hi), ":", ::core::stringify!($lo),
-                    ") set to `value`, every other bit kept."
+                    ") set to `value`, every other bit kept: any value that converts into ",
+                    "the field's `Bounded`."
                 )]
-                #[doc = ""]
-                #[doc = "# Panics"]
-                #[doc = ""]
-                #[doc = "If `value` does not fit the field, in every build (see `try_with_`)."]
-                #[track_caller]
                 #[inline(always)]
-                $vis fn [<with_ $field>]<T: ::core::convert::Into<$storage>>(
-                    self,
-                    value: T,
-                ) -> Self {
-                    const MASK: $storage = $name::[<$field:upper _MASK>];
-                    const SHIFT: u32 = $name::[<$field:upper _SHIFT>];
-                    let value: $storage = value.into();
-                    // PANIC: 7.3 types the argument so that it cannot be too wide for the
-                    // field; a value that is (a driver bug) panics rather than be cut.
-                    ::core::assert!(
-                        value <= MASK >> SHIFT,
-                        "{:#x} does not fit {}::{} ({} bits)",
-                        value,
-                        ::core::stringify!($name),
-                        ::core::stringify!($field),
-                        $hi + 1 - $lo,
-                    );
-                    Self { inner: (self.inner & !MASK) | (value << SHIFT) }
+                $vis fn [<with_ $field>]<T>(self, value: T) -> Self
+                where
+                    T: ::core::convert::Into<$crate::num::Bounded<$storage, { $hi + 1 - $lo }>>,
+                {
+                    self.[<__with_ $field>](value.into())
                 }
 
                 $(#[doc = $doc])*
@@ -396,20 +412,9 @@ macro_rules! register {
                 )]
                 #[inline(always)]
                 $vis const fn [<with_const_ $field>]<const VALUE: $storage>(self) -> Self {
-                    const MASK: $storage = $name::[<$field:upper _MASK>];
-                    const SHIFT: u32 = $name::[<$field:upper _SHIFT>];
-                    const {
-                        ::core::assert!(
-                            VALUE <= MASK >> SHIFT,
-                            ::core::concat!(
-                                "the constant does not fit ",
-                                ::core::stringify!($name),
-                                "::",
-                                ::core::stringify!($field)
-                            ),
-                        )
-                    };
-                    Self { inner: (self.inner & !MASK) | (VALUE << SHIFT) }
+                    self.[<__with_ $field>](
+                        $crate::num::Bounded::<$storage, { $hi + 1 - $lo }>::new::<VALUE>(),
+                    )
                 }
 
                 $(#[doc = $doc])*
@@ -424,19 +429,14 @@ macro_rules! register {
                 #[doc = ""]
                 #[doc = "- `EOVERFLOW` if `value` does not fit the field."]
                 #[inline(always)]
-                $vis fn [<try_with_ $field>]<T: ::core::convert::Into<$storage>>(
-                    self,
-                    value: T,
-                ) -> $crate::error::Result<Self> {
-                    const MASK: $storage = $name::[<$field:upper _MASK>];
-                    const SHIFT: u32 = $name::[<$field:upper _SHIFT>];
-                    let value: $storage = value.into();
-                    if value > MASK >> SHIFT {
-                        return ::core::result::Result::Err($crate::error::code::EOVERFLOW);
-                    }
-                    ::core::result::Result::Ok(Self {
-                        inner: (self.inner & !MASK) | (value << SHIFT),
-                    })
+                $vis fn [<try_with_ $field>]<T>(self, value: T) -> $crate::error::Result<Self>
+                where
+                    T: $crate::num::TryIntoBounded<$storage, { $hi + 1 - $lo }>,
+                {
+                    let value = value
+                        .try_into_bounded()
+                        .ok_or($crate::error::code::EOVERFLOW)?;
+                    ::core::result::Result::Ok(self.[<__with_ $field>](value))
                 }
             }
             )*

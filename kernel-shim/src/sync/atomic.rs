@@ -36,9 +36,11 @@
 //! ordering asked for.
 //!
 //! Under loom an atomic is a loom object, not plain memory, so the methods that hand out
-//! its address or a plain reference to its value ([`Atomic::from_ptr`],
-//! [`Atomic::as_ptr`], [`Atomic::get_mut`]) exist only outside the model, and
-//! [`Atomic::new`] is not `const` there.
+//! its address or a plain reference to its value ([`Atomic::as_ptr`],
+//! [`Atomic::get_mut`]) exist only outside the model, [`Atomic::from_ptr`], which would
+//! treat plain memory as one, panics there, and [`Atomic::new`] is not `const` there.
+//! `from_ptr` is kept under the model so that code calling it builds there too; the
+//! model's scenarios never reach such a call.
 //!
 //! # Examples
 //!
@@ -60,8 +62,7 @@
 //! assert_eq!(seq.xchg(0, Acquire), 10);
 //! ```
 //!
-//! This file is shared: the kernel-tree tier adds it unchanged to the tree's `kernel`
-//! crate as `sync/atomic.rs`.
+//! The shim's alone: a kernel build uses Linux 7.3's own `kernel::sync::atomic`.
 
 #[cfg(not(loom))]
 use core::cell::UnsafeCell;
@@ -439,7 +440,8 @@ impl<T: AtomicType> Atomic<T> {
     /// word of memory shared with a device or a field of a C structure, for which a C
     /// caller uses `READ_ONCE()`, `smp_load_acquire()`, `atomic64_cmpxchg()`, … .
     ///
-    /// Not under `--cfg loom`: a loom atomic is not a `T` in memory.
+    /// Under `--cfg loom` it panics: a loom atomic is not a `T` in memory (see the
+    /// model's `from_ptr`).
     ///
     /// # Safety
     ///
@@ -485,6 +487,28 @@ impl<T: AtomicType> Atomic<T> {
     pub fn new(v: T) -> Self {
         // INVARIANT: The cell holds the representation of `v`.
         Self(T::Repr::cell(repr_of(v)))
+    }
+
+    /// Outside the model, returns the `T` at `ptr` as an atomic; under it, panics.
+    ///
+    /// The model's atomics are loom objects, not a `T` in memory, so there is no atomic to
+    /// return: this exists so that the code calling it (the copy engine's barrier word in
+    /// coherent memory) builds under `--cfg loom`, and no model scenario runs it.
+    ///
+    /// # Safety
+    ///
+    /// As outside the model: `ptr` is aligned for `T`, valid for reads and writes and
+    /// holds a valid `T` for `'a`, and no access to `*ptr` races with the atomic ones
+    /// made through the result.
+    ///
+    /// # Panics
+    ///
+    /// Always.
+    #[track_caller]
+    pub unsafe fn from_ptr<'a>(ptr: *mut T) -> &'a Self {
+        let _ = ptr;
+        // PANIC: a scenario that needs a shared word gives it a loom atomic of its own.
+        panic!("Atomic::from_ptr: no atomic in plain memory under the loom model")
     }
 }
 

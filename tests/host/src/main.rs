@@ -131,7 +131,8 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
 }
 
 /// The names `--list-suites` prints: the suites this program runs, in the order it runs
-/// them, then with `kernel` the ones only a kernel runs.
+/// them; with `kernel`, the suites a kernel runs: those but the host-only ones, then the
+/// ones only a kernel runs.
 fn suite_names(kernel: bool) -> impl Iterator<Item = &'static str> {
     let kernel_only = if kernel {
         vgsp_kunit::KERNEL_ONLY_SUITES
@@ -141,6 +142,7 @@ fn suite_names(kernel: bool) -> impl Iterator<Item = &'static str> {
     vgsp_kunit::SUITES
         .iter()
         .map(|suite| suite.name)
+        .filter(move |name| !kernel || !vgsp_kunit::HOST_ONLY_SUITES.contains(name))
         .chain(kernel_only.iter().copied())
 }
 

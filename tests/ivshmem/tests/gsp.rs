@@ -2,13 +2,23 @@
 
 //! The driver's device code (`nova_core::ivshmem`) against the real ivshmem server and
 //! host GSP process, with this test in the role QEMU and the guest play together: it
-//! joins the server as a peer, maps the shared memory as BAR2, and simulates BAR0, whose
-//! doorbell register rings the GSP's eventfd exactly as QEMU's device does; its own
-//! eventfd stands for the MSI-X vector. The kernel tier runs the same code on a real
-//! PCI device under QEMU (the `nova_core_ivshmem` suite).
+//! joins the server as a peer, maps the shared memory as BAR2 (the mailbox), and
+//! simulates BAR0, whose doorbell register rings the GSP's eventfd exactly as QEMU's
+//! device does; its own eventfd stands for the MSI-X vector. The guest's RAM is a file
+//! that the test maps and hands to the GSP process (`--ram`), as `vgsp-qemu` does; the
+//! driver's device is a pooled one (`kernel::host::DmaPool`) whose coherent allocations
+//! are carved from that mapping at bus addresses from [`RAM_BASE`] on, aarch64 `virt`'s
+//! RAM base and not the mapping's address, so the GSP process finds the queues only by
+//! their bus address. The kernel tier runs the same code on a real PCI device under QEMU
+//! (the `nova_core_ivshmem` suite).
 
 use std::{
     cell::RefCell,
+    io::{
+        BufRead,
+        BufReader, //
+    },
+    os::fd::AsFd,
     path::{
         Path,
         PathBuf, //
@@ -18,7 +28,6 @@ use std::{
         Command,
         Stdio, //
     },
-    ptr::NonNull,
     sync::{
         atomic::{
             AtomicBool,
@@ -37,9 +46,15 @@ use std::{
 };
 
 use kernel::{
+    device::{
+        Bound,
+        Device, //
+    },
     error::code::ETIMEDOUT,
+    host::DmaPool,
     io::{
         register::Register,
+        Io,
         Mmio,
         MmioRaw,
         MmioWriteObserver,
@@ -54,11 +69,19 @@ use nova_core::{
         commands::Echo,
         fw::{
             self,
-            MsgFunction, //
+            GspMem,
+            MsgFunction,
+            GSP_PAGE_SIZE, //
         },
     },
     ivshmem::{
+        DriverAttach,
+        GspAttach,
         IvshmemGsp,
+        IvshmemMailbox,
+        DRIVER_ATTACH_OFFSET,
+        DRIVER_GSP_MEM_OFFSET,
+        GSP_ATTACH_OFFSET,
         IVSHMEM_DOORBELL,
         IVSHMEM_IV_POSITION,
         REGS_SIZE,
@@ -79,6 +102,15 @@ const BOOT_LOG_LINES: usize = 3;
 const BRING_UP_COMMANDS: usize = 3;
 /// The `--log-every` the GSP process is started with.
 const LOG_EVERY: usize = 100;
+/// The bus (guest-physical) address of the guest RAM's first byte: aarch64 `virt`'s, and
+/// not the address of the test's mapping of it.
+const RAM_BASE: u64 = 0x4000_0000;
+/// The size of the guest RAM: room for every `GspMem` a rig allocates, as a pooled
+/// allocation leaks within the pool.
+const RAM_SIZE: usize = 16 << 20;
+/// A page, as a bus-address step.
+// CAST: a page size fits 64 bits.
+const PAGE: u64 = GSP_PAGE_SIZE as u64;
 
 /// The MSI-X vector: a count raised by the thread that reads our eventfd.
 #[derive(Default)]
@@ -129,27 +161,34 @@ impl MmioWriteObserver for QemuDoorbell {
         if offset == IVSHMEM_DOORBELL::OFFSET {
             let bell = IVSHMEM_DOORBELL::from_raw(value);
             // A departed peer's doorbell rings no one, as in QEMU.
-            // CAST: both are 16-bit fields.
             let _ = self
                 .0
                 .lock()
                 .unwrap()
-                .notify(bell.peer() as u16, bell.vector() as u16);
+                .notify(u16::from(bell.peer()), u16::from(bell.vector()));
         }
     }
 }
 
 /// The server, the GSP process, and the guest's side of the device. Fields drop in
-/// order: BAR0 before what its observer and memory are.
+/// order: the BARs before what their observer and memory are.
 struct Rig {
     bar0: Mmio<'static, Region<REGS_SIZE>>,
+    bar2: IvshmemMailbox<'static>,
     _regs: Box<[u32; REGS_SIZE / 4]>,
     _doorbell: Box<QemuDoorbell>,
-    shm: SharedMemory,
+    _shm: SharedMemory,
+    /// The guest's device: its coherent memory is carved from `ram`.
+    dev: Device<Bound>,
+    ram: SharedMemory,
+    ram_path: PathBuf,
+    peer: Arc<Mutex<Peer>>,
     irq: &'static Irq,
     stop: Arc<AtomicBool>,
     irq_thread: Option<thread::JoinHandle<()>>,
     gsp: RefCell<Option<Child>>,
+    /// What the GSP processes printed, line by line.
+    gsp_log: Arc<Mutex<String>>,
     server: Child,
     server_status: Option<std::process::ExitStatus>,
     shm_name: String,
@@ -180,7 +219,7 @@ impl Rig {
             .arg(&socket)
             .arg("-M")
             .arg(&shm_name)
-            .args(["-l", "1M", "-n", "1"])
+            .args(["-l", &SHM_SIZE.to_string(), "-n", "1"])
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
@@ -202,12 +241,32 @@ impl Rig {
         // in place in the `Rig` after `bar0`, which drops first; so does `doorbell`. The
         // view's `'static` never leaves the `Rig` (`device` shortens it).
         let bar0 = unsafe { Mmio::from_raw(MmioRaw::from_ptr(region).with_observer(&*doorbell)) };
+        let region =
+            Region::<SHM_SIZE>::ptr_try_from_raw_parts_mut(shm.as_ptr(), shm.len()).unwrap();
+        // SAFETY: `shm` maps the server's `SHM_SIZE` bytes, page-aligned, and stays mapped in
+        // the `Rig` after `bar2`, which drops first; the view's `'static` never leaves the
+        // `Rig` (`device` shortens it). The GSP process shares the memory, as it shares the
+        // BAR under QEMU.
+        let bar2 = unsafe { Mmio::from_raw(MmioRaw::from_ptr(region)) };
+
+        // The guest's RAM: a file the GSP process maps too.
+        let ram_path = dir.join("guest-ram");
+        let file = std::fs::File::create_new(&ram_path).unwrap();
+        file.set_len(RAM_SIZE as u64).unwrap();
+        let ram = SharedMemory::map(file.as_fd()).unwrap();
+        // SAFETY: `ram` maps `RAM_SIZE` bytes, page-aligned, for as long as the `Rig`; the
+        // pool is used only through `dev`, which the `Rig` lends out for no longer than it
+        // lives (`device`), and nothing else of the test's writes the mapping while the
+        // driver's allocations live (the GSP process shares it, as under QEMU).
+        let pool = unsafe { DmaPool::new(ram.as_ptr(), ram.len(), RAM_BASE) }.unwrap();
+        let dev = Device::<Bound>::with_dma_pool("vgsp-ivshmem-test", Box::leak(Box::new(pool)));
 
         // The MSI-X vector: our eventfd, read by a thread of its own.
         let irq: &'static Irq = Box::leak(Box::default());
         let stop = Arc::new(AtomicBool::new(false));
         let irq_thread = {
             let stop = stop.clone();
+            let peer = peer.clone();
             thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     let event = peer
@@ -228,13 +287,19 @@ impl Rig {
         };
         Rig {
             bar0,
+            bar2,
             _regs: regs,
             _doorbell: doorbell,
-            shm,
+            _shm: shm,
+            dev,
+            ram,
+            ram_path,
+            peer,
             irq,
             stop,
             irq_thread: Some(irq_thread),
             gsp: RefCell::new(None),
+            gsp_log: Arc::default(),
             server,
             server_status: None,
             shm_name,
@@ -246,17 +311,95 @@ impl Rig {
         self.dir.join("ivshmem.sock")
     }
 
-    /// Starts a GSP process.
+    /// Starts a GSP process on the guest's RAM; its output goes to `gsp_log`.
     fn start_gsp(&self) {
         assert!(self.gsp.borrow().is_none());
-        let child = Command::new(env!("CARGO_BIN_EXE_vgsp-gsp"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vgsp-gsp"))
             .arg("--socket")
             .arg(self.socket())
+            .arg("--ram")
+            .arg(&self.ram_path)
+            .args(["--ram-base", &format!("{RAM_BASE:#x}")])
             .args(["--log-every", &LOG_EVERY.to_string()])
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .spawn()
             .unwrap();
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let log = self.gsp_log.clone();
+        // Ends when the process does.
+        thread::spawn(move || {
+            for line in out.lines() {
+                let Ok(line) = line else { return };
+                let mut log = log.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
         *self.gsp.borrow_mut() = Some(child);
+    }
+
+    /// Waits (at most 10 s) until the GSP processes have printed a line containing `text`.
+    fn wait_for_gsp_line(&self, text: &str) {
+        let start = StdInstant::now();
+        while !self.gsp_log.lock().unwrap().contains(text) {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the GSP process did not print {text:?}; it printed:\n{}",
+                self.gsp_log.lock().unwrap()
+            );
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Waits for a GSP to attach to the mailbox; returns its word.
+    fn wait_for_gsp_attach(&self) -> GspAttach {
+        let mut attach = GspAttach::new();
+        wait_for("a GSP's attach", || {
+            attach = GspAttach::from_bits(
+                self.bar2
+                    .try_read64(GSP_ATTACH_OFFSET)
+                    .expect("mailbox word"),
+            );
+            attach.is_attached()
+        });
+        attach
+    }
+
+    /// Plays a driver that acknowledges the GSP's attach with its queues at bus address
+    /// `bus`: stores the address, then a new session's acknowledgement, and rings the GSP.
+    fn acknowledge_with_gsp_mem_at(&self, bus: u64) {
+        let attach = self.wait_for_gsp_attach();
+        let last = DriverAttach::from_bits(
+            self.bar2
+                .try_read64(DRIVER_ATTACH_OFFSET)
+                .expect("mailbox word"),
+        );
+        let ack = DriverAttach::new()
+            .with_generation(attach.generation())
+            .with_session(last.session().wrapping_add(1))
+            .with_peer(self.peer.lock().unwrap().id());
+        self.bar2
+            .try_write64(bus, DRIVER_GSP_MEM_OFFSET)
+            .expect("mailbox word");
+        self.bar2
+            .try_write64(ack.into_bits(), DRIVER_ATTACH_OFFSET)
+            .expect("mailbox word");
+        self.peer.lock().unwrap().notify(attach.peer(), 0).unwrap();
+    }
+
+    /// Fills the whole guest RAM with `byte`.
+    fn fill_ram(&self, byte: u8) {
+        // SAFETY: `ram` maps `ram.len()` writable bytes; no allocation of the driver's lives
+        // in it and no GSP process has been given an address in it yet.
+        unsafe { std::ptr::write_bytes(self.ram.as_ptr(), byte, self.ram.len()) };
+    }
+
+    /// Returns whether every byte of the guest RAM is `byte`.
+    fn ram_is_all(&self, byte: u8) -> bool {
+        let mut copy = vec![0u8; self.ram.len()];
+        // SAFETY: `ram` maps `ram.len()` readable bytes; `copy` is as long and distinct.
+        unsafe { std::ptr::copy_nonoverlapping(self.ram.as_ptr(), copy.as_mut_ptr(), copy.len()) };
+        copy.iter().all(|&b| b == byte)
     }
 
     /// Kills the GSP process with SIGKILL, as a crash would.
@@ -268,17 +411,7 @@ impl Rig {
 
     /// The driver's side of the device.
     fn device(&self) -> IvshmemGsp<'_> {
-        // SAFETY: `shm` maps `SHM_SIZE` bytes for as long as `self`, and the test touches
-        // it only through the returned value.
-        unsafe {
-            IvshmemGsp::new(
-                &self.bar0,
-                NonNull::new(self.shm.as_ptr()).unwrap(),
-                self.shm.len(),
-                Some(self.irq),
-            )
-            .unwrap()
-        }
+        IvshmemGsp::new(&self.bar0, &self.bar2, &self.dev, Some(self.irq))
     }
 
     /// Stops the server with SIGTERM, once; returns its exit status.
@@ -522,4 +655,82 @@ fn the_gsp_process_leaves_with_the_server() {
     // The server removed its socket; its shared memory went with it.
     assert!(!rig.socket().exists());
     assert!(!Path::new("/dev/shm").join(&rig.shm_name).exists());
+}
+
+#[test]
+fn the_gsp_process_finds_the_queues_at_their_bus_address_in_the_ram() {
+    let rig = Rig::new("bus");
+    rig.start_gsp();
+    let mut iv = rig.device();
+    attach_and_boot(&mut iv, None);
+    let mem = iv.gsp().unwrap().0.cmdq.gsp_mem();
+    let bus = mem.dma_address();
+    // In the RAM by bus address, and there in the test's mapping of it.
+    assert!(
+        (RAM_BASE..RAM_BASE + RAM_SIZE as u64).contains(&bus),
+        "{bus:#x}"
+    );
+    // CAST: the offset is inside the 16 MiB RAM.
+    let cpu = rig.ram.as_ptr().wrapping_add((bus - RAM_BASE) as usize);
+    assert_eq!(mem.as_ptr().cast::<u8>(), cpu.cast_const());
+    assert_ne!(bus, cpu.addr() as u64);
+    // Told through the mailbox; found there by the GSP process, which booted on it.
+    assert_eq!(rig.bar2.try_read64(DRIVER_GSP_MEM_OFFSET).unwrap(), bus);
+    rig.wait_for_gsp_line(&format!("queues at bus address {bus:#x} initialised"));
+}
+
+#[test]
+fn a_gsp_mem_outside_the_ram_is_refused_and_the_ram_left_alone() {
+    let rig = Rig::new("outside");
+    rig.fill_ram(0x5a);
+    rig.start_gsp();
+    let end = RAM_BASE + RAM_SIZE as u64;
+    let size = core::mem::size_of::<GspMem>() as u64;
+    for (bus, why) in [
+        (RAM_BASE - PAGE, "below the RAM"),
+        (end, "runs past the end of the RAM"),
+        // Starts inside, ends outside.
+        (end - size + PAGE, "runs past the end of the RAM"),
+        // Past the end of the bus: no wrap-around into the RAM.
+        (u64::MAX - PAGE + 1, "runs past the end of the RAM"),
+    ] {
+        rig.acknowledge_with_gsp_mem_at(bus);
+        rig.wait_for_gsp_line(&format!(
+            "refusing the GspMem at bus address {bus:#x}: {why}"
+        ));
+    }
+    assert!(!rig.gsp_log.lock().unwrap().contains("initialised"));
+    assert!(rig.ram_is_all(0x5a));
+    // It waits for the next attach; it has not gone.
+    assert!(rig
+        .gsp
+        .borrow_mut()
+        .as_mut()
+        .unwrap()
+        .try_wait()
+        .unwrap()
+        .is_none());
+}
+
+#[test]
+fn a_gsp_mem_off_a_page_boundary_is_refused() {
+    let rig = Rig::new("unaligned");
+    rig.start_gsp();
+    let bus = RAM_BASE + 8;
+    rig.acknowledge_with_gsp_mem_at(bus);
+    rig.wait_for_gsp_line(&format!(
+        "refusing the GspMem at bus address {bus:#x}: not page-aligned"
+    ));
+}
+
+#[test]
+fn after_a_refusal_the_gsp_takes_the_next_attach() {
+    let rig = Rig::new("refused");
+    rig.start_gsp();
+    let bus = RAM_BASE + RAM_SIZE as u64;
+    rig.acknowledge_with_gsp_mem_at(bus);
+    rig.wait_for_gsp_line(&format!("refusing the GspMem at bus address {bus:#x}"));
+    let mut iv = rig.device();
+    assert_eq!(attach_and_boot(&mut iv, None), 1);
+    assert_eq!(echoes(&mut iv, 10), 0);
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The `vgsp-qemu` runner with the real `ivshmem-server`, a fake QEMU (a shell script
-//! run by `/bin/sh`) and a fake GSP process (a shell script that records its pid and
-//! sleeps).
+//! run by `/bin/sh`, through a link named `qemu-system-x86_64` so that the runner takes
+//! it for QEMU, with `-m 16`) and a fake GSP process (a shell script that records its pid
+//! and sleeps).
 //!
 //! The tests run one at a time: each starts several processes, and a script being
 //! written while another test forks could not be executed (`ETXTBSY`).
@@ -91,7 +92,7 @@ impl Fixture {
     }
 
     /// The runner with `extra` options, running `qemu_script` as QEMU with arguments
-    /// `a b`.
+    /// `-m 16 a b`.
     fn runner(&self, extra: &[&str], qemu_script: &str) -> Command {
         self.runner_with_gsp(&self.path("gsp.sh"), extra, qemu_script)
     }
@@ -100,6 +101,11 @@ impl Fixture {
     fn runner_with_gsp(&self, gsp: &Path, extra: &[&str], qemu_script: &str) -> Command {
         let qemu = self.path("qemu.sh");
         std::fs::write(&qemu, self.expand(&format!("{WAIT_FOR_GSPS}{qemu_script}"))).unwrap();
+        // The shell, under the name the runner knows QEMU by.
+        let shell = self.path("qemu-system-x86_64");
+        if !shell.exists() {
+            std::os::unix::fs::symlink("/bin/sh", &shell).unwrap();
+        }
         let mut command = Command::new(RUNNER);
         command
             .arg("--log")
@@ -109,9 +115,9 @@ impl Fixture {
             .args(["--gsp-arg", "extra"])
             .args(extra)
             .arg("--")
-            .arg("/bin/sh")
+            .arg(&shell)
             .arg(&qemu)
-            .args(["a", "b"])
+            .args(["-m", "16", "a", "b"])
             .env("TMPDIR", self.path("tmp"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -273,9 +279,12 @@ fn logs_qemu_output_and_obeys_the_cues() {
 echo "args: $*"
 for a in "$@"; do
     case "$a" in socket,path=*) sock=${a#socket,path=}; sock=${sock%%,id=*};; esac
+    case "$a" in *mem-path=*) ram=${a#*mem-path=}; ram=${ram%%,share=*};; esac
 done
 [ -S "$sock" ] && echo "socket present"
 [ -e /dev/shm/vgsp-ivshmem-$PPID ] && echo "shm present"
+[ "$(stat -c %s /dev/shm/vgsp-ivshmem-$PPID)" = 4096 ] && echo "shm of a page"
+[ "$(stat -c %s "$ram")" = 16777216 ] && echo "ram of 16 MiB present"
 wait_gsps 1
 pid1=$(head -n1 @DIR@/gsp.pids)
 echo "vgsp-ivshmem: request: kill-gsp"
@@ -300,10 +309,22 @@ exit 3
     let lines: Vec<&str> = log.lines().collect();
     let args = lines[0];
     let tmp = fx.path("tmp").display().to_string();
-    assert!(
-        args.starts_with(&format!("args: a b -chardev socket,path={tmp}/vgsp-qemu.")),
-        "{args}"
+    let prefix = format!(
+        "args: -m 16 a b -object memory-backend-file,id=vgsp-ram,size=16777216,mem-path={tmp}/vgsp-qemu."
     );
+    assert!(args.starts_with(&prefix), "{args}");
+    let ram = args
+        .strip_prefix(
+            "args: -m 16 a b -object memory-backend-file,id=vgsp-ram,size=16777216,mem-path=",
+        )
+        .and_then(|s| s.split(",share=on ").next())
+        .unwrap();
+    assert!(ram.ends_with("/guest-ram"), "{args}");
+    let after_ram = format!(
+        "{ram},share=on -machine memory-backend=vgsp-ram -chardev socket,path={}",
+        Path::new(ram).with_file_name("ivshmem.sock").display()
+    );
+    assert!(args.contains(&after_ram), "{args}");
     assert!(
         args.ends_with(
             "/ivshmem.sock,id=vgsp-ivshmem -device ivshmem-doorbell,chardev=vgsp-ivshmem,vectors=1"
@@ -311,7 +332,8 @@ exit 3
         "{args}"
     );
     let sock = args
-        .strip_prefix("args: a b -chardev socket,path=")
+        .split(" -chardev socket,path=")
+        .nth(1)
         .and_then(|s| s.split(",id=").next())
         .unwrap();
 
@@ -322,6 +344,8 @@ exit 3
         &[
             "socket present",
             "shm present",
+            "shm of a page",
+            "ram of 16 MiB present",
             "vgsp-ivshmem: request: kill-gsp",
             &format!("gsp {} gone", pids[0]),
             "vgsp-ivshmem: request: kill-gsp",
@@ -336,7 +360,9 @@ exit 3
 
     // The GSP's output goes to standard error only.
     assert!(
-        stderr.contains(&format!("[gsp] fake gsp up: --socket {sock} extra")),
+        stderr.contains(&format!(
+            "[gsp] fake gsp up: --socket {sock} --ram {ram} --ram-base 0x0 extra"
+        )),
         "{stderr}"
     );
     assert!(stderr.contains("[gsp] fake gsp stderr"), "{stderr}");
@@ -364,6 +390,7 @@ exit 3
         );
     }
     assert!(!Path::new(sock).exists());
+    assert!(!Path::new(ram).exists());
     fx.assert_clean(runner);
 }
 
@@ -488,8 +515,9 @@ exec sleep 1000
         // SAFETY: Sends a signal; no memory involved.
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
-    // The server got SIGTERM and removed its files; only the runner's empty
-    // directory is left.
+    // The server got SIGTERM and removed its files; only the runner's directory is left,
+    // with the guest's RAM file in it (the runner's own, which a killed runner cannot
+    // remove).
     wait_until("the server's cleanup", || !shm.exists());
     for dir in std::fs::read_dir(fx.path("tmp")).unwrap() {
         let dir = dir.unwrap().path();
@@ -527,4 +555,32 @@ fn usage_errors_exit_2() {
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         assert!(String::from_utf8_lossy(&output.stderr).contains("Usage: vgsp-qemu"));
     }
+}
+
+#[test]
+fn qemu_command_lines_the_runner_cannot_place_the_ram_of_exit_2() {
+    let fx = Fixture::new("badqemu");
+    let log = fx.path("log");
+    for (qemu, why) in [
+        (&["/bin/sh", "-m", "16"][..], "QEMU_BINARY \"/bin/sh\""),
+        (&["qemu-system-x86_64", "-m", "1G"][..], "\"-m 1G\""),
+        (&["qemu-system-x86_64"][..], "no -m"),
+        (&["qemu-system-aarch64", "-m", "16"][..], "machine (none)"),
+    ] {
+        let output = Command::new(RUNNER)
+            .arg("--log")
+            .arg(&log)
+            .arg("--")
+            .args(qemu)
+            .env("TMPDIR", fx.path("tmp"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{qemu:?}: {stderr}");
+        assert!(stderr.contains(why), "{qemu:?}: {stderr}");
+        assert!(stderr.contains("Usage: vgsp-qemu"), "{stderr}");
+    }
+    // Refused before anything was made.
+    assert!(!log.exists());
+    assert_eq!(std::fs::read_dir(fx.path("tmp")).unwrap().count(), 0);
 }

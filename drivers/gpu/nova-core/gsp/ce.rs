@@ -30,6 +30,7 @@ use kernel::{
         Io, //
     },
     prelude::*,
+    sync::atomic::Atomic,
     time::Delta, //
 };
 
@@ -68,6 +69,10 @@ pub struct CopyInFlight {
     sequence: u32,
 }
 
+// The barrier's word is 8-byte aligned, and ends before the data area starts.
+const _: () =
+    assert!(CopyArena::BARRIER.is_multiple_of(8) && CopyArena::BARRIER + 8 <= CopyArena::DATA);
+
 impl CopyArena {
     /// The offset of the barrier word.
     pub const BARRIER: usize = 0;
@@ -99,9 +104,33 @@ impl CopyArena {
     ///
     /// # Errors
     ///
-    /// - `EOPNOTSUPP` where shared atomics are not modelled.
+    /// Never, today: the barrier's word is always there (the `Result` stays for the
+    /// callers).
+    ///
+    /// # Panics
+    ///
+    /// Under the model backend (`--cfg loom`), which has no atomic in shared memory
+    /// ([`Atomic::from_ptr`]); no model scenario uses the copy engine.
     pub fn barrier(&self) -> Result<Mbarrier<'_>> {
-        Ok(Mbarrier::new(self.mem.atomic_u64(Self::BARRIER)?))
+        let word = self
+            .mem
+            .as_mut_ptr()
+            .cast::<u8>()
+            .wrapping_add(Self::BARRIER)
+            .cast::<u64>();
+        // SAFETY:
+        // - `word` is aligned for a `u64`: coherent memory starts on a page boundary, and
+        //   `BARRIER` is a multiple of 8 (checked at build time, above the `impl`).
+        // - It is valid for reads and writes for as long as `self` is borrowed, and holds
+        //   a valid `u64` (any bits are one; the memory was zeroed when allocated): the
+        //   allocation owned by `self.mem` is more than `DATA` bytes long, and the word
+        //   ends before `DATA`.
+        // - Nothing accesses the word but atomically: the driver only through the
+        //   barriers this returns (the data accessors reach only from `DATA` on), and the
+        //   GSP only through its own atomic view of the word (the copy engine's
+        //   protocol).
+        let word = unsafe { Atomic::<u64>::from_ptr(word) };
+        Ok(Mbarrier::new(word))
     }
 
     /// Returns the memory, for the device's view of it.

@@ -2,12 +2,23 @@
 
 //! GSP registers in BAR0.
 
-use kernel::io::{
-    register,
-    register::Register,
-    Io,
-    Mmio,
-    Region, //
+// A kernel build warns of missing docs (`-Wmissing_docs`), and Linux 7.3's `register!`
+// generates an undocumented constant per field (`<FIELD>_RANGE`, `_MASK`, `_SHIFT`).
+#![cfg_attr(
+    CONFIG_RUST,
+    expect(missing_docs, reason = "the constants 7.3's register! generates")
+)]
+
+use kernel::{
+    io::{
+        register,
+        register::Register,
+        Io,
+        IoCapable,
+        Mmio,
+        Region, //
+    },
+    prelude::*, //
 };
 
 /// The size of BAR0 the driver maps.
@@ -15,8 +26,9 @@ pub const BAR0_SIZE: usize = 0x100_0000;
 
 /// BAR0 of the GPU.
 ///
-/// Upstream's is a `&pci::Bar<BAR0_SIZE>`; this driver has no PCI device of its own (the
-/// test bench's BAR is memory), so it takes the MMIO view both give.
+/// Upstream's is a `&pci::Bar<BAR0_SIZE>`; this driver has no PCI device of its own, so
+/// it names the MMIO view a mapped BAR gives. The doorbell below rings through any `Io`
+/// view of a BAR0-sized region, this one or a test bench's simulated BAR.
 pub type Bar0<'a> = Mmio<'a, Region<BAR0_SIZE>>;
 
 /// What interrupts the GSP to make it look at the command queue.
@@ -30,11 +42,17 @@ pub trait Doorbell {
     fn ring(&self);
 }
 
-impl Doorbell for Bar0<'_> {
+impl<'a, T> Doorbell for T
+where
+    T: Io<'a, Target = Region<BAR0_SIZE>>,
+    T::Backend: IoCapable<u32>,
+{
     fn ring(&self) {
-        // `Io::write_reg` is `writel`: ordered after the caller's earlier writes to
-        // coherent memory.
-        self.write_reg(NV_PGSP_QUEUE_HEAD::zeroed().with_address(0u32));
+        // ORDERING: `Io::write_reg` on an `Mmio` is `writel`, whose barrier orders the
+        // caller's earlier writes to coherent memory (the command, then the write pointer)
+        // before this register write; the GSP's partner is the `dma_mb(Read)` after its
+        // load of the write pointer. A test bench's BAR gives the same order.
+        (*self).write_reg(NV_PGSP_QUEUE_HEAD::zeroed().with_address(0u32));
     }
 }
 

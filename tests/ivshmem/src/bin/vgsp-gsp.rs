@@ -1,19 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `vgsp-gsp --socket PATH [--log-every N]`: the host GSP process behind QEMU's
-//! `ivshmem-doorbell` device.
+//! `vgsp-gsp --socket PATH --ram FILE --ram-base ADDR [--log-every N]`: the host GSP
+//! process behind QEMU's `ivshmem-doorbell` device.
 //!
-//! It joins the ivshmem server at PATH as a peer, maps the shared memory (the device's
-//! BAR2), attaches to it through the mailbox (`nova_core::ivshmem`), and runs the same
-//! virtual GSP ([`vgsp::Vgsp`]) as every other tier over the `GspMem` in it: woken by
-//! its eventfd when the driver rings the doorbell, it interrupts the driver's vector
-//! after it posts a message. `--log-every N` makes it send a log line unasked after
-//! every N commands.
+//! It joins the ivshmem server at PATH as a peer and maps the shared memory (the device's
+//! BAR2, the attach mailbox of `nova_core::ivshmem`), and maps FILE, the guest's RAM
+//! (`MAP_SHARED`), whose first byte is at bus address ADDR (`0x…` or decimal). It attaches
+//! through the mailbox; when the driver acknowledges, it reads the bus address of the
+//! driver's `GspMem` from the mailbox (`DRIVER_GSP_MEM`), checks that the whole `GspMem`
+//! lies page-aligned inside the RAM, and runs the same virtual GSP ([`vgsp::Vgsp`]) as
+//! every other tier over exactly that range: woken by its eventfd when the driver rings
+//! the doorbell, it interrupts the driver's vector after it posts a message. An address it
+//! refuses is logged with the reason, and it waits for the next acknowledgement without
+//! touching the RAM. `--log-every N` makes it send a log line unasked after every N
+//! commands.
 //!
-//! It exits 0 when the server goes away or a newer GSP attaches to the memory, and 1
-//! with a message when it cannot start.
+//! Its log lines go to standard output, prefixed `vgsp-gsp: `. It exits 0 when the server
+//! goes away or a newer GSP attaches to the mailbox, and 1 with a message when it cannot
+//! start.
 
 use std::{
+    fs::OpenOptions,
+    os::fd::AsFd,
     path::PathBuf,
     process::ExitCode,
     time::Duration, //
@@ -29,13 +37,16 @@ use kernel::{
     },
 };
 use nova_core::{
-    gsp::fw::GspMem,
+    gsp::fw::{
+        GspMem,
+        GSP_PAGE_SIZE, //
+    },
     ivshmem::{
         DriverAttach,
         GspAttach,
         DRIVER_ATTACH_OFFSET,
+        DRIVER_GSP_MEM_OFFSET,
         GSP_ATTACH_OFFSET,
-        GSP_MEM_OFFSET,
         SHM_SIZE, //
     },
 };
@@ -45,7 +56,8 @@ use vgsp::{
 };
 use vgsp_ivshmem::client::{
     Peer,
-    PeerEvent, //
+    PeerEvent,
+    SharedMemory, //
 };
 
 /// How long the GSP sleeps when it has nothing to do and nobody rings.
@@ -54,64 +66,130 @@ const IDLE_WAIT: Duration = Duration::from_millis(200);
 /// driver frees them without ringing.
 const BLOCKED_WAIT: Duration = Duration::from_micros(200);
 
+/// The usage line.
+const USAGE: &str = "usage: vgsp-gsp --socket PATH --ram FILE --ram-base ADDR [--log-every N]";
+
+#[derive(Debug)]
 struct Options {
     socket: PathBuf,
+    ram: PathBuf,
+    ram_base: u64,
     log_every: u64,
 }
 
-fn parse_args() -> Result<Options, String> {
-    let usage = "usage: vgsp-gsp --socket PATH [--log-every N]";
+/// Parses an address: `0x` and hexadecimal digits, or decimal digits.
+fn parse_address(text: &str) -> Option<u64> {
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(&hex.replace('_', ""), 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
     let mut socket = None;
+    let mut ram = None;
+    let mut ram_base = None;
     let mut log_every = 0;
-    let mut args = std::env::args().skip(1);
+    let mut args = args.into_iter();
     while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or(format!("{arg} needs a value\n{USAGE}"));
         match arg.as_str() {
-            "--socket" => socket = Some(PathBuf::from(args.next().ok_or(usage)?)),
-            "--log-every" => {
-                log_every = args
-                    .next()
-                    .and_then(|n| n.parse().ok())
-                    .ok_or("--log-every takes a number of commands")?;
+            "--socket" => socket = Some(PathBuf::from(value()?)),
+            "--ram" => ram = Some(PathBuf::from(value()?)),
+            "--ram-base" => {
+                let text = value()?;
+                ram_base = Some(parse_address(&text).ok_or(format!(
+                    "--ram-base {text:?}: not an address (0x… or decimal)"
+                ))?);
             }
-            _ => return Err(format!("unknown argument '{arg}'\n{usage}")),
+            "--log-every" => {
+                log_every = value()?
+                    .parse()
+                    .map_err(|_| "--log-every takes a number of commands")?;
+            }
+            _ => return Err(format!("unknown argument '{arg}'\n{USAGE}")),
         }
     }
+    let missing = |what| format!("missing {what}\n{USAGE}");
     Ok(Options {
-        socket: socket.ok_or(usage)?,
+        socket: socket.ok_or_else(|| missing("--socket"))?,
+        ram: ram.ok_or_else(|| missing("--ram"))?,
+        ram_base: ram_base.ok_or_else(|| missing("--ram-base"))?,
         log_every,
     })
 }
 
-/// The GSP serving one driver session.
-struct Session<'a> {
-    ack: DriverAttach,
-    gsp: Vgsp<'a>,
+/// The guest's RAM as the GSP reaches it: by bus address.
+#[derive(Clone, Copy)]
+struct Ram<'a> {
+    view: DmaView<'a>,
+    base: u64,
 }
 
-/// Everything the process holds: its peer, the mailbox words and the session.
+impl<'a> Ram<'a> {
+    /// The view of the [`GspMem`] at bus address `bus`.
+    ///
+    /// # Errors
+    ///
+    /// Why the address is refused: not page-aligned, below the RAM, or a `GspMem` there
+    /// would run past its end.
+    fn gsp_mem(&self, bus: u64) -> Result<DmaView<'a>, String> {
+        // CAST: a page size fits 64 bits.
+        if !bus.is_multiple_of(GSP_PAGE_SIZE as u64) {
+            return Err("not page-aligned".into());
+        }
+        let offset = bus.checked_sub(self.base).ok_or_else(|| {
+            format!(
+                "below the RAM, which starts at bus address {:#x}",
+                self.base
+            )
+        })?;
+        let size = core::mem::size_of::<GspMem>();
+        let inside = usize::try_from(offset)
+            .ok()
+            .and_then(|offset| offset.checked_add(size))
+            .is_some_and(|end| end <= self.view.len());
+        if !inside {
+            return Err(format!(
+                "runs past the end of the RAM (a GspMem is {size:#x} bytes; the RAM {:#x} bytes from bus address {:#x})",
+                self.view.len(),
+                self.base
+            ));
+        }
+        // PANIC: `offset + size <= len` was checked above, so `offset` fits a `usize`.
+        let offset = usize::try_from(offset).unwrap_or_else(|_| unreachable!());
+        self.view
+            .subview(offset, size)
+            .map_err(|e| format!("no view of it: {e:?}"))
+    }
+}
+
+/// Everything the process holds: its peer, the mailbox words, the RAM and the session.
 struct GspProcess<'a> {
     peer: Peer,
     gsp_word: &'a Atomic<u64>,
     driver_word: &'a Atomic<u64>,
-    gsp_mem: DmaView<'a>,
+    gsp_mem_word: &'a Atomic<u64>,
+    ram: Ram<'a>,
     generation: u32,
     log_every: u64,
-    session: Option<Session<'a>>,
+    /// The driver's acknowledgement last acted on, served or refused.
+    ack: Option<DriverAttach>,
+    /// The virtual GSP on the queues of that acknowledgement, if they were accepted.
+    gsp: Option<Vgsp<'a>>,
 }
 
 impl<'a> GspProcess<'a> {
-    /// Attaches to the memory behind `shm`: stores our attach word, one generation above
-    /// the last GSP's, and rings the driver if one was there.
-    fn attach(peer: Peer, shm: DmaView<'a>, log_every: u64) -> Result<Self, String> {
+    /// Attaches to the mailbox in `shm`: stores our attach word, one generation above the
+    /// last GSP's, and rings the driver if one was there.
+    fn attach(peer: Peer, shm: DmaView<'a>, ram: Ram<'a>, log_every: u64) -> Result<Self, String> {
         let word = |off| {
             shm.atomic_u64(off)
                 .map_err(|e| format!("mailbox word at {off:#x}: {e:?}"))
         };
         let gsp_word = word(GSP_ATTACH_OFFSET)?;
         let driver_word = word(DRIVER_ATTACH_OFFSET)?;
-        let gsp_mem = shm
-            .subview(GSP_MEM_OFFSET, core::mem::size_of::<GspMem>())
-            .map_err(|e| format!("GspMem: {e:?}"))?;
+        let gsp_mem_word = word(DRIVER_GSP_MEM_OFFSET)?;
 
         // ORDERING: LOAD->STORE. Acquire: a previous GSP's word, before ours replaces it.
         // Pairs with that GSP's release store below.
@@ -125,9 +203,9 @@ impl<'a> GspProcess<'a> {
             .with_peer(peer.id())
             .with_magic(GspAttach::MAGIC);
         // ORDERING: LOAD->STORE. Release: orders the load of the previous GSP's word above
-        // before this store that replaces it. Pairs with the driver's acquire load in
-        // `IvshmemGsp::gsp_attach`, after which it initialises the queues; we touch them
-        // only after acquiring its acknowledgement (`driver_ack`).
+        // before this store that replaces it. Pairs with the driver's `readq` of the word in
+        // `IvshmemGsp::gsp_attach`, which it orders before the queues' initialisation; we
+        // learn where the queues are only from its acknowledgement (`driver_ack`).
         gsp_word.store(attach.into_bits(), Release);
         println!(
             "vgsp-gsp: peer {} attached, generation {generation}",
@@ -138,10 +216,12 @@ impl<'a> GspProcess<'a> {
             peer,
             gsp_word,
             driver_word,
-            gsp_mem,
+            gsp_mem_word,
+            ram,
             generation,
             log_every,
-            session: None,
+            ack: None,
+            gsp: None,
         };
         let driver = this.driver_ack();
         if driver.generation() != 0 {
@@ -153,48 +233,66 @@ impl<'a> GspProcess<'a> {
 
     fn driver_ack(&self) -> DriverAttach {
         // ORDERING: LOAD->LOAD. Acquire: orders this load of the driver's acknowledgement
-        // before our loads of the queues it initialised. Pairs with the driver's release
-        // store in `IvshmemGsp::attach`.
+        // before our loads of `DRIVER_GSP_MEM` and of the queues it initialised. Pairs with
+        // the driver's `writeq` of the word in `IvshmemGsp::attach`, whose barrier orders the
+        // queues' initialisation and its store of `DRIVER_GSP_MEM` before it.
         DriverAttach::from_bits(self.driver_word.load(Acquire))
     }
 
     /// Starts over on fresh queues when the driver acknowledged our generation with a
-    /// new session. Returns `false` when a newer GSP has attached: this one must go.
-    fn follow_driver(&mut self) -> Result<bool, String> {
+    /// new session, if their address is good. Returns `false` when a newer GSP has
+    /// attached: this one must go.
+    fn follow_driver(&mut self) -> bool {
         let current = GspAttach::from_bits(self.gsp_word.load(Relaxed));
         if current.generation() != self.generation {
             println!(
                 "vgsp-gsp: generation {} attached after us; leaving",
                 current.generation()
             );
-            return Ok(false);
+            return false;
         }
         let ack = self.driver_ack();
-        let fresh = ack.generation() == self.generation
-            && self.session.as_ref().is_none_or(|s| s.ack != ack);
-        if fresh {
-            let mut gsp = Vgsp::new(self.gsp_mem).map_err(|e| format!("Vgsp::new: {e:?}"))?;
-            gsp.set_log_every(self.log_every);
-            println!(
-                "vgsp-gsp: driver peer {} session {}: queues initialised",
-                ack.peer(),
-                ack.session()
-            );
-            self.session = Some(Session { ack, gsp });
+        if ack.generation() != self.generation || self.ack == Some(ack) {
+            return true;
         }
-        Ok(true)
+        // A new session: the old queues are no longer ours, whatever the new ones are.
+        self.ack = Some(ack);
+        self.gsp = None;
+        // ORDERING: LOAD->LOAD. Relaxed: ordered after the acquire load of the
+        // acknowledgement in `driver_ack` above, which pairs with the driver's `writeq` of
+        // it; the driver stored this word before that `writeq`. (A driver that attached
+        // again since gives the next session's address here; we start over once more when we
+        // see that session's acknowledgement.)
+        let bus = self.gsp_mem_word.load(Relaxed);
+        let who = format!("driver peer {} session {}", ack.peer(), ack.session());
+        let refused = match self.ram.gsp_mem(bus) {
+            Ok(view) => match Vgsp::new(view) {
+                Ok(mut gsp) => {
+                    gsp.set_log_every(self.log_every);
+                    println!("vgsp-gsp: {who}: queues at bus address {bus:#x} initialised");
+                    self.gsp = Some(gsp);
+                    return true;
+                }
+                Err(e) => format!("the virtual GSP cannot start there ({e:?})"),
+            },
+            Err(why) => why,
+        };
+        println!(
+            "vgsp-gsp: {who}: refusing the GspMem at bus address {bus:#x}: {refused}; waiting for the next attach"
+        );
+        true
     }
 
     /// Works until idle; interrupts the driver if a message was posted. Returns how long
     /// to wait for the next doorbell.
     fn work(&mut self) -> Duration {
-        let Some(session) = self.session.as_mut() else {
+        let (Some(gsp), Some(ack)) = (self.gsp.as_mut(), self.ack) else {
             return IDLE_WAIT;
         };
-        let posted_before = session.gsp.gsp_ptrs().0;
-        let progress = session.gsp.run_until_idle();
-        if session.gsp.gsp_ptrs().0 != posted_before {
-            if let Err(e) = self.peer.notify(session.ack.peer(), 0) {
+        let posted_before = gsp.gsp_ptrs().0;
+        let progress = gsp.run_until_idle();
+        if gsp.gsp_ptrs().0 != posted_before {
+            if let Err(e) = self.peer.notify(ack.peer(), 0) {
                 eprintln!("vgsp-gsp: cannot interrupt the driver: {e}");
             }
         }
@@ -208,10 +306,10 @@ impl<'a> GspProcess<'a> {
         }
     }
 
-    fn run(&mut self) -> Result<(), String> {
+    fn run(&mut self) {
         loop {
-            if !self.follow_driver()? {
-                return Ok(());
+            if !self.follow_driver() {
+                return;
             }
             let wait = self.work();
             match self.peer.wait_event(Some(wait)) {
@@ -220,15 +318,34 @@ impl<'a> GspProcess<'a> {
                 Ok(PeerEvent::Doorbell { .. } | PeerEvent::Timeout) => {}
                 Err(e) => {
                     println!("vgsp-gsp: server gone ({e}); exiting");
-                    return Ok(());
+                    return;
                 }
             }
         }
     }
 }
 
+/// Maps the guest's RAM in `path`, shared with QEMU.
+fn map_ram(path: &PathBuf) -> Result<SharedMemory, String> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| format!("cannot open the guest RAM {}: {e}", path.display()))?;
+    SharedMemory::map(file.as_fd())
+        .map_err(|e| format!("cannot map the guest RAM {}: {e}", path.display()))
+}
+
 fn main() -> ExitCode {
-    let result = parse_args().and_then(|opts| {
+    let result = parse_args(std::env::args().skip(1)).and_then(|opts| {
+        // CAST: a page size fits 64 bits.
+        if !opts.ram_base.is_multiple_of(GSP_PAGE_SIZE as u64) {
+            return Err(format!(
+                "--ram-base {:#x} is not page-aligned",
+                opts.ram_base
+            ));
+        }
+        let ram = map_ram(&opts.ram)?;
         let peer = Peer::connect(&opts.socket, 1)
             .map_err(|e| format!("cannot join the server at {}: {e}", opts.socket.display()))?;
         let shm = peer
@@ -236,14 +353,29 @@ fn main() -> ExitCode {
             .map_err(|e| format!("cannot map the shared memory: {e}"))?;
         if shm.len() < SHM_SIZE {
             return Err(format!(
-                "the shared memory is {} bytes; the virtual GSP needs {SHM_SIZE}",
+                "the shared memory is {} bytes; the mailbox needs {SHM_SIZE}",
                 shm.len()
             ));
         }
         // SAFETY: `shm` maps `shm.len()` bytes, page-aligned, shared with the device, and
         // stays mapped until the end of this closure, which outlives every use of the view.
-        let view = unsafe { DmaView::from_raw_parts(shm.as_ptr(), shm.len()) };
-        GspProcess::attach(peer, view, opts.log_every)?.run()
+        let mailbox = unsafe { DmaView::from_raw_parts(shm.as_ptr(), shm.len()) };
+        // SAFETY: `ram` maps `ram.len()` bytes of the guest's RAM, page-aligned, shared with
+        // QEMU (and so the guest's driver), and stays mapped until the end of this closure,
+        // which outlives every use of the view.
+        let view = unsafe { DmaView::from_raw_parts(ram.as_ptr(), ram.len()) };
+        println!(
+            "vgsp-gsp: guest RAM {}: {:#x} bytes at bus address {:#x}",
+            opts.ram.display(),
+            ram.len(),
+            opts.ram_base
+        );
+        let ram = Ram {
+            view,
+            base: opts.ram_base,
+        };
+        GspProcess::attach(peer, mailbox, ram, opts.log_every)?.run();
+        Ok(())
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -251,5 +383,35 @@ fn main() -> ExitCode {
             eprintln!("vgsp-gsp: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Result<Options, String> {
+        parse_args(list.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn parses_hex_and_decimal_ram_bases() {
+        let opts = args(&["--socket", "s", "--ram", "r", "--ram-base", "0x4000_0000"]).unwrap();
+        assert_eq!(opts.ram_base, 0x4000_0000);
+        let opts = args(&["--socket", "s", "--ram", "r", "--ram-base", "4096"]).unwrap();
+        assert_eq!(opts.ram_base, 4096);
+    }
+
+    #[test]
+    fn requires_the_ram_and_its_base() {
+        assert!(args(&["--socket", "s", "--ram-base", "0"])
+            .unwrap_err()
+            .contains("missing --ram"));
+        assert!(args(&["--socket", "s", "--ram", "r"])
+            .unwrap_err()
+            .contains("missing --ram-base"));
+        assert!(args(&["--socket", "s", "--ram", "r", "--ram-base", "0xg"])
+            .unwrap_err()
+            .contains("not an address"));
     }
 }

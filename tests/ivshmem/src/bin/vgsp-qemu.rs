@@ -1,27 +1,54 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! `vgsp-qemu`: boots QEMU with an `ivshmem-doorbell` device whose other side is the
-//! host GSP process, and tears everything down again.
+//! host GSP process, the guest's RAM shared with that process, and tears everything down
+//! again.
 //!
 //! ```text
 //! vgsp-qemu --log FILE [--timeout SECS] [--gsp PATH] [--gsp-arg ARG]... -- QEMU_BINARY QEMU_ARGS...
 //! ```
 //!
+//! QEMU_BINARY is `qemu-system-x86_64` (machine `pc`, the default, or `q35`) or
+//! `qemu-system-aarch64` (machine `virt`), by file name, and QEMU_ARGS must size the RAM
+//! as `-m N` or `-m NM` (MiB); anything else is a usage error.
+//!
 //! 1. Makes a private directory `$TMPDIR/vgsp-qemu.XXXXXX` (`/tmp` without `TMPDIR`)
-//!    for the socket `ivshmem.sock`; the shared memory is `/dev/shm/vgsp-ivshmem-PID`.
-//! 2. Starts `ivshmem-server` (next to this executable) on them, 1 MiB, 1 vector, and
-//!    waits at most 10 s for its "listening" line.
+//!    for the socket `ivshmem.sock` and the guest's RAM `guest-ram`, a file of the `-m`
+//!    size; the shared memory is `/dev/shm/vgsp-ivshmem-PID`.
+//! 2. Starts `ivshmem-server` (next to this executable) on them, `SHM_SIZE` (4 KiB: the
+//!    attach mailbox, `nova_core::ivshmem`), 1 vector, and waits at most 10 s for its
+//!    "listening" line.
 //! 3. Starts the GSP process (`--gsp`, by default `vgsp-gsp` next to this executable)
-//!    with `--socket SOCKET` and every `--gsp-arg`.
-//! 4. Starts QEMU with its arguments followed by the `-chardev`/`-device` pair of the
-//!    ivshmem device, standard input null. Every line of its standard output and error
-//!    goes to the log FILE, and nothing else does. A line containing
+//!    with `--socket SOCKET --ram RAM --ram-base BASE` and every `--gsp-arg`.
+//! 4. Starts QEMU with its arguments followed by
+//!    `-object memory-backend-file,id=vgsp-ram,size=S,mem-path=RAM,share=on
+//!    -machine memory-backend=vgsp-ram` (the guest's RAM is the file, shared with the GSP
+//!    process; QEMU merges `-machine` with the caller's `-M`) and the `-chardev`/`-device`
+//!    pair of the ivshmem device, standard input null. Every line of its standard output
+//!    and error goes to the log FILE, and nothing else does. A line containing
 //!    `vgsp-ivshmem: request: kill-gsp` kills the GSP process (SIGKILL); one containing
 //!    `vgsp-ivshmem: request: start-gsp` starts a new one (same arguments).
 //! 5. When QEMU exits, on the timeout (counted from QEMU's start) or on SIGINT, SIGTERM
 //!    or SIGHUP: stops QEMU, the GSP process and the server (SIGTERM, SIGKILL after
-//!    5 s), checks that the socket and shared-memory files are gone, and removes the
-//!    directory.
+//!    5 s), removes the RAM file, checks that it, the socket and the shared-memory file
+//!    are gone, and removes the directory.
+//!
+//! # Bus addresses are guest-physical addresses
+//!
+//! The driver tells the GSP the *bus* address of its queues (their `dma_address()`); the
+//! GSP process finds them at `bus - BASE` in the RAM file, where BASE is the
+//! guest-physical address of the RAM's first byte: 0 on x86-64 (`pc` and `q35` map RAM
+//! from 0, linearly up to the split below 4 GiB: the runner refuses 3.5 GiB or more on
+//! `pc`, 2.75 GiB or more on `q35`, which QEMU would split), `0x4000_0000` on aarch64
+//! `virt`. That bus and guest-physical addresses are one holds because the guest has no
+//! IOMMU and uses dma-direct: the device's DMA address is the physical address. It breaks
+//! with an IOMMU in the guest (`-device intel-iommu`, `virtio-iommu`, `virt`'s
+//! `iommu=smmuv3`), with memory encryption (SEV, TDX: DMA addresses carry the shared bit,
+//! and coherent memory may come from swiotlb), with a `restricted-dma-pool` or a PCI host
+//! bridge whose `dma-ranges` offset bus from physical addresses, and with RAM that is not
+//! one linear range (the split above, `-numa` nodes or hot-plugged memory with backends
+//! of their own); the GSP process then refuses the addresses that fall outside the file,
+//! or reaches the wrong memory.
 //!
 //! The GSP's and the server's output goes to standard error, prefixed `[gsp] ` and
 //! `[ivshmem-server] `; so do the runner's notes, prefixed `vgsp-qemu: `.
@@ -84,6 +111,7 @@ use std::{
     },
 };
 
+use nova_core::ivshmem::SHM_SIZE;
 use vgsp_ivshmem::server::{
     signal_name,
     SignalFd,
@@ -97,7 +125,13 @@ Usage: vgsp-qemu --log FILE [--timeout SECS] [--gsp PATH] [--gsp-arg ARG]... -- 
   --log FILE      write QEMU's standard output and error here, line by line
   --timeout SECS  kill QEMU after SECS seconds and exit 124 (default 300)
   --gsp PATH      the host GSP process (default: vgsp-gsp next to this program)
-  --gsp-arg ARG   one more argument for it, after --socket SOCKET (repeatable)
+  --gsp-arg ARG   one more argument for it, after --socket SOCKET --ram RAM
+                  --ram-base BASE (repeatable)
+
+  QEMU_BINARY     qemu-system-x86_64 (machine pc or q35) or qemu-system-aarch64
+                  (machine virt), by file name
+  QEMU_ARGS       must give the RAM size as -m N or -m NM (MiB): the guest's RAM,
+                  shared with the GSP process, is a file of that size
 ";
 
 /// The guest's console cue to kill the GSP process.
@@ -122,6 +156,171 @@ const SERVER_READY_PREFIX: &str = "ivshmem-server: listening on";
 /// The chardev id of the ivshmem socket in QEMU.
 const CHARDEV_ID: &str = "vgsp-ivshmem";
 
+/// The id of the guest RAM's memory backend in QEMU.
+const RAM_BACKEND_ID: &str = "vgsp-ram";
+
+/// The name of the guest RAM's file in the private directory.
+const RAM_FILE: &str = "guest-ram";
+
+/// A MiB, the unit of QEMU's `-m`.
+const MIB: u64 = 1 << 20;
+
+/// Where the guest's RAM is, as its machine lays it out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Guest {
+    /// The RAM size in bytes, from `-m`.
+    ram_size: u64,
+    /// The guest-physical (and, without an IOMMU, bus) address of the RAM's first byte.
+    ram_base: u64,
+}
+
+/// The guest's machine: what QEMU_BINARY and `-M` say of where its RAM is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Machine {
+    /// x86-64 `pc` (i440FX): RAM from 0, linear while below 3.5 GiB.
+    Pc,
+    /// x86-64 `q35`: RAM from 0, linear while below 2.75 GiB.
+    Q35,
+    /// aarch64 `virt`: RAM from 1 GiB.
+    Virt,
+}
+
+impl Machine {
+    /// The machine's name, as QEMU's `-M` gives it.
+    fn name(self) -> &'static str {
+        match self {
+            Machine::Pc => "pc",
+            Machine::Q35 => "q35",
+            Machine::Virt => "virt",
+        }
+    }
+
+    /// The guest-physical address of the first byte of RAM.
+    fn ram_base(self) -> u64 {
+        match self {
+            Machine::Pc | Machine::Q35 => 0,
+            Machine::Virt => 0x4000_0000,
+        }
+    }
+
+    /// The RAM size from which QEMU splits the RAM around the hole below 4 GiB, if any.
+    fn split_at(self) -> Option<u64> {
+        match self {
+            Machine::Pc => Some(0xe000_0000),
+            Machine::Q35 => Some(0xb000_0000),
+            Machine::Virt => None,
+        }
+    }
+}
+
+/// The machine type the QEMU arguments give (`-M`/`-machine`, the last with a type): the
+/// first comma-separated element without `=`, or `type=`'s value.
+fn machine_type(qemu_args: &[OsString]) -> Option<String> {
+    let mut machine = None;
+    let mut args = qemu_args.iter();
+    while let Some(arg) = args.next() {
+        if !matches!(arg.to_str(), Some("-M" | "--M" | "-machine" | "--machine")) {
+            continue;
+        }
+        let Some(value) = args.next() else { break };
+        let value = value.to_string_lossy();
+        for part in value.split(',') {
+            match part.split_once('=') {
+                None => machine = Some(part.to_owned()),
+                Some(("type", name)) => machine = Some(name.to_owned()),
+                Some(_) => {}
+            }
+        }
+    }
+    machine
+}
+
+/// Parses QEMU's `-m` value: `N` or `NM`, in MiB.
+fn parse_ram_size(value: &OsStr) -> Result<u64, String> {
+    let text = value.to_string_lossy();
+    let digits = text.strip_suffix('M').unwrap_or(&text);
+    let mib: u64 = digits
+        .parse()
+        .ok()
+        .filter(|&n| n > 0 && digits.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| {
+            format!(
+                "QEMU's \"-m {text}\": the runner understands only -m N and -m NM (MiB), \
+                 as it sizes the guest RAM it shares with the GSP process from it"
+            )
+        })?;
+    mib.checked_mul(MIB)
+        .ok_or_else(|| format!("QEMU's \"-m {text}\": too large"))
+}
+
+/// Where the guest's RAM is, from QEMU_BINARY and QEMU_ARGS.
+///
+/// # Errors
+///
+/// A message naming what is not understood: a binary other than `qemu-system-x86_64` or
+/// `qemu-system-aarch64`, a machine other than `pc`/`q35` or `virt`, no `-m` or more than
+/// one, an `-m` of another form than `N` or `NM`, or a RAM size the machine splits.
+fn guest_of(qemu: &[OsString]) -> Result<Guest, String> {
+    let (binary, args) = qemu.split_first().ok_or("missing QEMU_BINARY after --")?;
+    let name = Path::new(binary)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let machine_name = machine_type(args);
+    let machine = match (name.as_str(), machine_name.as_deref()) {
+        ("qemu-system-x86_64", None) => Machine::Pc,
+        ("qemu-system-x86_64", Some(m)) if m == "pc" || m.starts_with("pc-i440fx") => Machine::Pc,
+        ("qemu-system-x86_64", Some(m)) if m == "q35" || m.starts_with("pc-q35") => Machine::Q35,
+        ("qemu-system-aarch64", Some(m)) if m == "virt" || m.starts_with("virt-") => Machine::Virt,
+        ("qemu-system-x86_64" | "qemu-system-aarch64", m) => {
+            return Err(format!(
+                "{name} with machine {}: the runner knows where the RAM is only on pc or q35 \
+                 (qemu-system-x86_64) and virt (qemu-system-aarch64)",
+                m.unwrap_or("(none)")
+            ))
+        }
+        _ => {
+            return Err(format!(
+                "QEMU_BINARY {:?}: the runner knows the guest RAM's address only for \
+                 qemu-system-x86_64 (0) and qemu-system-aarch64 (0x4000_0000, virt)",
+                binary
+            ))
+        }
+    };
+    let mut sizes = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        if matches!(arg.to_str(), Some("-m" | "--m")) {
+            let value = rest.next().ok_or("QEMU's -m needs a value")?;
+            sizes.push(parse_ram_size(value)?);
+        }
+    }
+    let ram_size = match sizes[..] {
+        [size] => size,
+        [] => {
+            return Err(
+                "QEMU_ARGS give no -m: the runner sizes the guest RAM it shares with the GSP \
+                 process from -m N or -m NM"
+                    .into(),
+            )
+        }
+        _ => return Err("QEMU_ARGS give -m more than once".into()),
+    };
+    if let Some(split) = machine.split_at().filter(|&split| ram_size >= split) {
+        return Err(format!(
+            "-m {} on {}: QEMU splits RAM of {} MiB or more around the hole below \
+             4 GiB, and the GSP process maps the RAM as one linear range",
+            ram_size / MIB,
+            machine.name(),
+            split / MIB
+        ));
+    }
+    Ok(Guest {
+        ram_size,
+        ram_base: machine.ram_base(),
+    })
+}
+
 /// A line longer than this is passed on in pieces.
 const MAX_LINE: usize = 64 * 1024;
 
@@ -138,6 +337,7 @@ struct Args {
     gsp: Option<PathBuf>,
     gsp_args: Vec<OsString>,
     qemu: Vec<OsString>,
+    guest: Guest,
 }
 
 /// Parses the arguments (without the program name); `Ok(None)` asks for the usage.
@@ -190,12 +390,14 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Option<Args>, 
         return Err("missing QEMU_BINARY after --".into());
     }
     let log = log.ok_or("missing --log FILE")?;
+    let guest = guest_of(&qemu)?;
     Ok(Some(Args {
         log,
         timeout,
         gsp,
         gsp_args,
         qemu,
+        guest,
     }))
 }
 
@@ -454,6 +656,7 @@ struct Runner {
     exe_dir: PathBuf,
     dir: Option<PathBuf>,
     socket: PathBuf,
+    ram: PathBuf,
     shm_name: String,
     server: Option<Proc>,
     gsp: Option<Proc>,
@@ -482,7 +685,7 @@ impl Runner {
             "-M".into(),
             self.shm_name.clone().into(),
             "-l".into(),
-            "1M".into(),
+            SHM_SIZE.to_string().into(),
             "-n".into(),
             "1".into(),
         ];
@@ -520,7 +723,19 @@ impl Runner {
             self.socket.as_os_str().as_bytes(),
         )));
         chardev.push(format!(",id={CHARDEV_ID}"));
+        let mut backend = OsString::from(format!(
+            "memory-backend-file,id={RAM_BACKEND_ID},size={},mem-path=",
+            self.args.guest.ram_size
+        ));
+        backend.push(OsStr::from_bytes(&escape_commas(
+            self.ram.as_os_str().as_bytes(),
+        )));
+        backend.push(",share=on");
         qemu_args.extend([
+            "-object".into(),
+            backend,
+            "-machine".into(),
+            format!("memory-backend={RAM_BACKEND_ID}").into(),
             "-chardev".into(),
             chardev,
             "-device".into(),
@@ -553,7 +768,7 @@ impl Runner {
         }
     }
 
-    /// Makes the private directory and names the files in it.
+    /// Makes the private directory, names the files in it, and creates the guest's RAM.
     fn make_dir(&mut self) -> io::Result<()> {
         let base = std::env::var_os("TMPDIR")
             .filter(|d| !d.is_empty())
@@ -571,7 +786,36 @@ impl Runner {
         template.pop();
         let dir = PathBuf::from(OsString::from_vec(template));
         self.socket = dir.join("ivshmem.sock");
+        self.ram = dir.join(RAM_FILE);
         self.dir = Some(dir);
+        let ram = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&self.ram)
+            .map_err(|err| {
+                context(
+                    err,
+                    format_args!("cannot create the guest RAM {}", self.ram.display()),
+                )
+            })?;
+        // Sparse: the pages the guest never touches take no room.
+        ram.set_len(self.args.guest.ram_size).map_err(|err| {
+            context(
+                err,
+                format_args!(
+                    "cannot size the guest RAM {} to {} bytes",
+                    self.ram.display(),
+                    self.args.guest.ram_size
+                ),
+            )
+        })?;
+        note(format_args!(
+            "guest RAM {}: {} MiB at guest-physical address {:#x}",
+            self.ram.display(),
+            self.args.guest.ram_size / MIB,
+            self.args.guest.ram_base
+        ));
         Ok(())
     }
 
@@ -582,7 +826,14 @@ impl Runner {
             .gsp
             .clone()
             .unwrap_or_else(|| self.exe_dir.join("vgsp-gsp"));
-        let mut args: Vec<OsString> = vec!["--socket".into(), self.socket.clone().into()];
+        let mut args: Vec<OsString> = vec![
+            "--socket".into(),
+            self.socket.clone().into(),
+            "--ram".into(),
+            self.ram.clone().into(),
+            "--ram-base".into(),
+            format!("{:#x}", self.args.guest.ram_base).into(),
+        ];
         args.extend(self.args.gsp_args.iter().cloned());
         let (proc, stream) = Proc::spawn(Role::Gsp, program.as_os_str(), &args)?;
         note(format_args!("started the GSP process (pid {})", proc.pid));
@@ -819,6 +1070,17 @@ impl Runner {
         self.streams.clear();
 
         if let Some(dir) = self.dir.take() {
+            // The runner's own file: removed here, once QEMU and the GSP process are gone.
+            match fs::remove_file(&self.ram) {
+                Err(err) if err.kind() != io::ErrorKind::NotFound => problems.push(format!(
+                    "cannot remove the guest RAM {}: {err}",
+                    self.ram.display()
+                )),
+                _ => {}
+            }
+            if self.ram.exists() {
+                problems.push(format!("leftover guest RAM {}", self.ram.display()));
+            }
             if self.socket.exists() {
                 problems.push(format!("leftover socket {}", self.socket.display()));
             }
@@ -905,6 +1167,7 @@ fn main() -> ExitCode {
         exe_dir,
         dir: None,
         socket: PathBuf::new(),
+        ram: PathBuf::new(),
         shm_name: format!("vgsp-ivshmem-{}", std::process::id()),
         server: None,
         gsp: None,
@@ -960,8 +1223,10 @@ mod tests {
             "x",
             "--gsp-arg=--y",
             "--",
-            "qemu",
+            "qemu-system-x86_64",
             "--log",
+            "-m",
+            "512",
         ])
         .unwrap()
         .unwrap();
@@ -969,22 +1234,131 @@ mod tests {
         assert_eq!(args.timeout, Duration::from_secs(7));
         assert_eq!(args.gsp, Some(PathBuf::from("g")));
         assert_eq!(args.gsp_args, ["x", "--y"]);
-        assert_eq!(args.qemu, ["qemu", "--log"]);
-        let args = parse(&["--log", "l", "--", "q"]).unwrap().unwrap();
+        assert_eq!(args.qemu, ["qemu-system-x86_64", "--log", "-m", "512"]);
+        let args = parse(&["--log", "l", "--", "qemu-system-x86_64", "-m", "1"])
+            .unwrap()
+            .unwrap();
         assert_eq!(args.timeout, DEFAULT_TIMEOUT);
         assert!(parse(&["--help"]).unwrap().is_none());
     }
 
     #[test]
     fn rejects_bad_command_lines() {
-        assert!(parse(&["--", "q"]).unwrap_err().contains("--log"));
+        let q = ["qemu-system-x86_64", "-m", "1"];
+        assert!(parse(&[&["--"][..], &q].concat())
+            .unwrap_err()
+            .contains("--log"));
         assert!(parse(&["--log", "l"]).unwrap_err().contains("missing --"));
         assert!(parse(&["--log", "l", "--"])
             .unwrap_err()
             .contains("QEMU_BINARY"));
-        assert!(parse(&["--log", "l", "--timeout", "0", "--", "q"]).is_err());
-        assert!(parse(&["--log", "l", "--timeout", "x", "--", "q"]).is_err());
+        assert!(parse(&[&["--log", "l", "--timeout", "0", "--"][..], &q].concat()).is_err());
+        assert!(parse(&[&["--log", "l", "--timeout", "x", "--"][..], &q].concat()).is_err());
         assert!(parse(&["--log"]).unwrap_err().contains("needs a value"));
+    }
+
+    fn guest(qemu: &[&str]) -> Result<Guest, String> {
+        guest_of(&qemu.iter().map(OsString::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn x86_64_ram_starts_at_0() {
+        let g = guest(&["/usr/bin/qemu-system-x86_64", "-m", "512"]).unwrap();
+        assert_eq!(
+            g,
+            Guest {
+                ram_size: 512 << 20,
+                ram_base: 0
+            }
+        );
+    }
+
+    #[test]
+    fn aarch64_virt_ram_starts_at_1_gib() {
+        let g = guest(&[
+            "qemu-system-aarch64",
+            "-M",
+            "virt",
+            "-cpu",
+            "cortex-a72",
+            "-m",
+            "512M",
+        ])
+        .unwrap();
+        assert_eq!(
+            g,
+            Guest {
+                ram_size: 512 << 20,
+                ram_base: 0x4000_0000
+            }
+        );
+        let g = guest(&[
+            "qemu-system-aarch64",
+            "-machine",
+            "type=virt-7.2,gic-version=3",
+            "-m",
+            "64",
+        ])
+        .unwrap();
+        assert_eq!(g.ram_base, 0x4000_0000);
+    }
+
+    #[test]
+    fn other_qemu_binaries_are_refused() {
+        let err = guest(&["/bin/sh", "-m", "512"]).unwrap_err();
+        assert!(
+            err.contains("qemu-system-x86_64") && err.contains("/bin/sh"),
+            "{err}"
+        );
+        assert!(guest(&["qemu-system-riscv64", "-m", "512"]).is_err());
+    }
+
+    #[test]
+    fn machines_whose_ram_the_runner_does_not_know_are_refused() {
+        let err = guest(&["qemu-system-aarch64", "-M", "raspi3b", "-m", "512"]).unwrap_err();
+        assert!(err.contains("raspi3b"), "{err}");
+        assert!(guest(&["qemu-system-aarch64", "-m", "512"]).is_err());
+        assert!(guest(&["qemu-system-x86_64", "-M", "microvm", "-m", "512"]).is_err());
+        assert!(guest(&["qemu-system-x86_64", "-M", "q35", "-m", "512"]).is_ok());
+    }
+
+    #[test]
+    fn only_plain_and_mib_ram_sizes_are_understood() {
+        for bad in [
+            "1G",
+            "512m",
+            "size=512M",
+            "512M,slots=2,maxmem=1G",
+            "0",
+            "M",
+            "+5",
+        ] {
+            let err = guest(&["qemu-system-x86_64", "-m", bad]).unwrap_err();
+            assert!(
+                err.contains(&format!("\"-m {bad}\"")) && err.contains("-m NM"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_ram_size_is_required_once() {
+        assert!(guest(&["qemu-system-x86_64"])
+            .unwrap_err()
+            .contains("no -m"));
+        assert!(guest(&["qemu-system-x86_64", "-m", "1", "-m", "2"])
+            .unwrap_err()
+            .contains("more than once"));
+    }
+
+    #[test]
+    fn ram_that_qemu_splits_below_4_gib_is_refused() {
+        assert!(guest(&["qemu-system-x86_64", "-m", "3583"]).is_ok());
+        assert!(guest(&["qemu-system-x86_64", "-m", "3584"])
+            .unwrap_err()
+            .contains("linear"));
+        assert!(guest(&["qemu-system-x86_64", "-M", "q35", "-m", "2816"]).is_err());
+        assert!(guest(&["qemu-system-aarch64", "-M", "virt", "-m", "8192"]).is_ok());
     }
 
     #[test]

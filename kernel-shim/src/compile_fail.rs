@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What must not build: each item's example fails to compile with the error code it names,
+//! and a twin that builds sits in the docs or tests of the item it exercises
+//! (`num/bounded.rs`, `tests/num.rs`, `io/register.rs`, `tests/register.rs`).
+//!
+//! Host only (`cfg(doctest)`): gathered here, so the items' own docs keep examples that
+//! build.
+
+/// A constant wider than its bits.
+///
+/// ```compile_fail,E0080
+/// let _ = kernel::num::Bounded::<u8, 4>::new::<16>();
+/// ```
+pub struct ConstantTooWide;
+
+/// A signed constant beyond its bits.
+///
+/// ```compile_fail,E0080
+/// let _ = kernel::num::Bounded::<i8, 4>::new::<8>();
+/// ```
+pub struct SignedConstantTooWide;
+
+/// More bits than the backing type has.
+///
+/// ```compile_fail,E0080
+/// let _ = kernel::num::Bounded::<u8, 9>::new::<1>();
+/// ```
+pub struct WidthBeyondBackingType;
+
+/// No bits at all.
+///
+/// ```compile_fail,E0080
+/// let _ = kernel::num::Bounded::<u32, 0>::try_new(0);
+/// ```
+pub struct ZeroWidth;
+
+/// A primitive into fewer bits than it has, whatever its value.
+///
+/// ```compile_fail,E0277
+/// let _ = kernel::num::Bounded::<u32, 7>::from(1u8);
+/// ```
+pub struct PrimitiveIntoFewerBits;
+
+/// A primitive into a `Bounded` of the other signedness.
+///
+/// ```compile_fail,E0277
+/// let _ = kernel::num::Bounded::<u32, 32>::from(1i8);
+/// ```
+pub struct PrimitiveOfOtherSignedness;
+
+/// More bits into a narrower primitive, whatever the value.
+///
+/// ```compile_fail,E0277
+/// let _ = u8::from(kernel::num::Bounded::<u32, 9>::new::<1>());
+/// ```
+pub struct BoundedIntoNarrowerPrimitive;
+
+/// A `bool` into a signed `Bounded`.
+///
+/// ```compile_fail,E0277
+/// let _ = kernel::num::Bounded::<i8, 2>::from(true);
+/// ```
+pub struct BoolIntoSigned;
+
+/// Two bits into a `bool`.
+///
+/// ```compile_fail,E0599
+/// let _ = kernel::num::Bounded::<u8, 2>::new::<1>().into_bool();
+/// ```
+pub struct TwoBitsIntoBool;
+
+/// `extend` to fewer bits.
+///
+/// ```compile_fail,E0080
+/// let _ = kernel::num::Bounded::<u32, 4>::new::<1>().extend::<3>();
+/// ```
+pub struct ExtendToFewerBits;
+
+/// `cast` to a type narrower than the bits.
+///
+/// ```compile_fail,E0080
+/// let _: kernel::num::Bounded<u8, 12> = kernel::num::Bounded::<u32, 12>::new::<1>().cast();
+/// ```
+pub struct CastToNarrowerType;
+
+/// `shr` into too few bits.
+///
+/// ```compile_fail,E0080
+/// let _ = kernel::num::Bounded::<u32, 16>::new::<1>().shr::<4, 11>();
+/// ```
+pub struct ShrIntoTooFewBits;
+
+/// A register's field given a primitive wider than the field.
+///
+/// ```compile_fail,E0277
+/// kernel::io::register! {
+///     REG(u32) @ 0x0 {
+///         15:4 count;
+///     }
+/// }
+/// let _ = REG::from_raw(0).with_count(1u16);
+/// ```
+pub struct FieldGivenWiderPrimitive;
+
+/// A register's field given a narrower `Bounded` without `extend`.
+///
+/// ```compile_fail,E0277
+/// kernel::io::register! {
+///     REG(u32) @ 0x0 {
+///         15:4 count;
+///     }
+/// }
+/// let _ = REG::from_raw(0).with_count(kernel::num::Bounded::<u32, 8>::new::<1>());
+/// ```
+pub struct FieldGivenNarrowerBounded;
+
+/// A register's field given a constant wider than the field.
+///
+/// ```compile_fail,E0080
+/// kernel::io::register! {
+///     REG(u32) @ 0x0 {
+///         3:1 mode;
+///     }
+/// }
+/// let _ = REG::from_raw(0).with_const_mode::<8>();
+/// ```
+pub struct FieldGivenWiderConstant;
+
+/// `zeroed()` without `Zeroable` in scope: it is the trait's, not the register's.
+///
+/// ```compile_fail,E0599
+/// kernel::io::register! {
+///     REG(u32) @ 0x0 {
+///         3:1 mode;
+///     }
+/// }
+/// let _ = REG::zeroed();
+/// ```
+pub struct ZeroedOutOfScope;
+
+/// A 64-bit access at a build-time offset of a `Region`, which is only known to be 4-byte
+/// aligned (the checked `try_read64` builds; `tests/io_dma.rs`).
+///
+/// ```compile_fail,E0080
+/// use kernel::io::{Io, Mmio, MmioRaw, Region};
+///
+/// fn read(mmio: Mmio<'_, Region<16>>) -> u64 {
+///     mmio.read64(8)
+/// }
+/// let mut words = [0u64; 2];
+/// let raw = Region::<16>::ptr_try_from_raw_parts_mut(words.as_mut_ptr().cast(), 16).unwrap();
+/// // SAFETY: `words` is valid for the region's 16 bytes and not otherwise used.
+/// let mmio = unsafe { Mmio::from_raw(MmioRaw::from_ptr(raw)) };
+/// let _ = read(mmio);
+/// ```
+pub struct WideAccessToARegion;
