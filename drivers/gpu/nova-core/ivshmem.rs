@@ -49,13 +49,15 @@
 //! The driver attaches anew only to a quiescent queue: at bring-up, or to a GSP that
 //! restarted.
 //!
-//! # Freeing the queues
+//! # The queues are never freed
 //!
 //! The protocol has no detach: nothing tells the driver that the GSP has let go of the
-//! queues of an earlier session. The driver drops them only after it has published new
-//! ones and rung the GSP ([`IvshmemGsp::attach`]), or when [`IvshmemGsp`] is dropped; a GSP
-//! that is still running on them at that moment (it reads them when it wakes, and writes
-//! them only to answer a command) may touch memory that is no longer theirs.
+//! queues of an earlier session, and a GSP still running on them (it reads them when it
+//! wakes, and answers what it finds there) would write to memory that is no longer
+//! theirs if they were freed. So queues the GSP was told of are leaked, not freed: on a
+//! new attach ([`IvshmemGsp::attach`]) and when [`IvshmemGsp`] is dropped. Each attach
+//! costs one `GspMem` (0x81000 bytes, a 1 MiB block) for the life of the kernel; a
+//! release handshake in the mailbox would let the driver free them.
 //!
 //! [`GspMem`]: crate::gsp::fw::GspMem
 
@@ -317,8 +319,7 @@ impl<'a> IvshmemGsp<'a> {
     /// Waits for a GSP to attach, allocates and initialises fresh queues for it and tells it
     /// where they are; returns its generation. With `after`, waits for a GSP other than
     /// generation `after` (one started after that one died). The queues of an earlier
-    /// attach are dropped once the new ones are published (see "Freeing the queues" in the
-    /// module documentation).
+    /// attach are leaked (see "The queues are never freed" in the module documentation).
     ///
     /// # Errors
     ///
@@ -357,8 +358,10 @@ impl<'a> IvshmemGsp<'a> {
         };
         doorbell.ring();
         self.generation = attach.generation();
-        // The earlier queues, if any, go only now: the GSP has been told of the new ones.
-        self.gsp = Some((gsp, doorbell));
+        if let Some((earlier, _)) = self.gsp.replace((gsp, doorbell)) {
+            // A GSP may still run on them: never freed (the module documentation).
+            core::mem::forget(earlier);
+        }
         Ok(self.generation)
     }
 
@@ -375,5 +378,15 @@ impl<'a> IvshmemGsp<'a> {
     pub fn gsp(&mut self) -> Result<(&mut Gsp, PeerDoorbell<'a>)> {
         let (gsp, doorbell) = self.gsp.as_mut().ok_or(ENODEV)?;
         Ok((gsp, *doorbell))
+    }
+}
+
+impl Drop for IvshmemGsp<'_> {
+    fn drop(&mut self) {
+        if let Some((gsp, _)) = self.gsp.take() {
+            // The GSP was told of these queues and may still run on them: never freed
+            // (the module documentation).
+            core::mem::forget(gsp);
+        }
     }
 }
