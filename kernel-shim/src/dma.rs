@@ -94,8 +94,8 @@ pub trait DmaReadObserver: Send + Sync {
 /// for the life of the value, and shared only with the device. If `owned`, it is
 /// page-aligned, was zeroed at allocation and comes from `env::alloc_coherent`, which this
 /// value frees; otherwise, in host builds, it is a page-aligned block zeroed at allocation
-/// from the device's `host::DmaPool`, which stays the pool's. `read_observer`, if set, points to a live
-/// observer for the life of the value.
+/// from the device's `host::DmaPool`, which stays the pool's. `read_observer`, if set,
+/// points to a live observer for the life of the value.
 pub struct Coherent<T: KnownSize + ?Sized> {
     cpu_addr: NonNull<T>,
     dma_addr: DmaAddress,
@@ -296,8 +296,8 @@ impl<T> Coherent<[T]> {
 
 impl<T: KnownSize + ?Sized> Drop for Coherent<T> {
     fn drop(&mut self) {
-        // Memory a device exposes stays the device's; a pool's block stays the pool's, which
-        // never hands it out again (it leaks within the pool).
+        // A pool's block stays the pool's, which never hands it out again (it leaks within
+        // the pool).
         if !self.owned {
             return;
         }

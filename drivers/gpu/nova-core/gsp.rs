@@ -13,7 +13,6 @@ use kernel::{
         Bound,
         Device, //
     },
-    dma::Coherent,
     prelude::*,
     time::Delta, //
 };
@@ -34,10 +33,7 @@ use crate::gsp::{
         PciFunction,
         SetRegistry, //
     },
-    fw::{
-        GspMem,
-        MsgFunction, //
-    },
+    fw::MsgFunction,
     regs::Doorbell,
 };
 
@@ -69,19 +65,6 @@ impl Gsp {
     pub fn new(dev: &Device<Bound>) -> Result<Self> {
         Ok(Self {
             cmdq: Cmdq::new(dev)?,
-            log_lines: 0,
-        })
-    }
-
-    /// Initialises the queues in `mem`, shared memory the device provides (see
-    /// [`Cmdq::new_in`]).
-    ///
-    /// # Errors
-    ///
-    /// - `ENOMEM` if the receive buffer cannot be had.
-    pub fn new_in(mem: Coherent<GspMem>) -> Result<Self> {
-        Ok(Self {
-            cmdq: Cmdq::new_in(mem)?,
             log_lines: 0,
         })
     }

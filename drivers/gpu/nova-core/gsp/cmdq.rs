@@ -506,8 +506,8 @@ impl Cmdq {
         Self::with_memory(DmaGspMem::new(dev)?)
     }
 
-    /// Initialises both queues in `mem`, shared memory that the device provides (the
-    /// shared-memory BAR of an emulated GSP), whatever it held before.
+    /// Initialises both queues in `mem`, an allocation the caller prepared (a test bench's,
+    /// with a read observer), whatever it held before.
     ///
     /// # Errors
     ///
