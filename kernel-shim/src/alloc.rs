@@ -1,18 +1,46 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Fallible allocation: [`KBox`] and [`KVec`] with GFP flags, as upstream.
+//! Fallible allocation under Linux 7.3's names: [`Vec<T, A>`](Vec) and
+//! [`Box<T, A>`](Box), generic over an [`Allocator`], with their aliases per allocator
+//! ([`KVec`], [`VVec`], [`KVVec`]; [`KBox`], [`VBox`], [`KVBox`]) and the GFP [`flags`].
 //!
-//! The storage comes from the global allocator of the environment (the host's on the
-//! host, `kmalloc` in the kernel); every allocation is fallible and reports
-//! [`AllocError`] instead of aborting.
+//! Every allocation is fallible: growth goes through `try_reserve` or the allocator's own
+//! null return, and a failure is an [`AllocError`] (`ENOMEM` as an [`Error`]), never an
+//! abort.
+//!
+//! # One allocator here, three in a kernel
+//!
+//! In a kernel, [`Kmalloc`], [`Vmalloc`] and [`KVmalloc`] are three allocators with their
+//! own limits, and the allocator is a type parameter so that memory goes back to the
+//! allocator it came from. This crate has one: the storage of every `Vec` and `Box` is
+//! `alloc`'s, from the environment's global allocator, whichever allocator its type names,
+//! and the flags are not looked at. The parameter is kept all the same, so that, as in a
+//! kernel, a [`KVVec<T>`] is not a [`KVec<T>`] nor a [`KBox<T>`] a [`VBox<T>`]: code that
+//! mixes them fails to build here as it would there.
+//!
+//! [`Error`]: crate::error::Error
+//! [`Kmalloc`]: allocator::Kmalloc
+//! [`Vmalloc`]: allocator::Vmalloc
+//! [`KVmalloc`]: allocator::KVmalloc
 
-use alloc_crate::{
-    boxed::Box,
-    vec::Vec, //
-};
-use core::ops::{
-    Deref,
-    DerefMut, //
+pub mod allocator;
+pub mod kbox;
+pub mod kvec;
+
+pub use self::{
+    kbox::{
+        Box,
+        KBox,
+        KVBox,
+        VBox, //
+    },
+    kvec::{
+        IntoIter,
+        KVVec,
+        KVec,
+        VVec,
+        Vec, //
+    },
 };
 
 /// Allocation failed.
@@ -35,114 +63,41 @@ pub mod flags {
     pub const __GFP_ZERO: Flags = Flags(2);
 }
 
-/// A vector whose growth is fallible.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct KVec<T>(Vec<T>);
-
-impl<T> KVec<T> {
-    /// Creates an empty vector without allocating.
-    pub const fn new() -> Self {
-        Self(Vec::new())
-    }
-
-    /// Creates an empty vector with room for `capacity` elements.
-    ///
-    /// # Errors
-    ///
-    /// - [`AllocError`] if the memory cannot be had.
-    pub fn with_capacity(capacity: usize, flags: Flags) -> Result<Self, AllocError> {
-        let mut v = Self::new();
-        v.reserve(capacity, flags)?;
-        Ok(v)
-    }
-
-    /// Makes room for `additional` more elements.
-    ///
-    /// # Errors
-    ///
-    /// - [`AllocError`] if the memory cannot be had.
-    pub fn reserve(&mut self, additional: usize, _flags: Flags) -> Result<(), AllocError> {
-        self.0.try_reserve(additional).map_err(|_| AllocError)
-    }
-
-    /// Appends `value`.
-    ///
-    /// # Errors
-    ///
-    /// - [`AllocError`] if the memory cannot be had.
-    pub fn push(&mut self, value: T, flags: Flags) -> Result<(), AllocError> {
-        self.reserve(1, flags)?;
-        self.0.push(value);
-        Ok(())
-    }
-
-    /// Shortens the vector to `len` elements.
-    pub fn truncate(&mut self, len: usize) {
-        self.0.truncate(len);
-    }
-
-    /// Removes every element.
-    pub fn clear(&mut self) {
-        self.0.clear();
-    }
-
-    /// Returns the number of elements that fit without reallocating.
-    pub fn capacity(&self) -> usize {
-        self.0.capacity()
-    }
-}
-
-impl<T: Clone> KVec<T> {
-    /// Appends a copy of every element of `other`.
-    ///
-    /// # Errors
-    ///
-    /// - [`AllocError`] if the memory cannot be had.
-    pub fn extend_from_slice(&mut self, other: &[T], flags: Flags) -> Result<(), AllocError> {
-        self.reserve(other.len(), flags)?;
-        self.0.extend_from_slice(other);
-        Ok(())
-    }
-
-    /// Resizes to `len` elements, filling new ones with `value`.
-    ///
-    /// # Errors
-    ///
-    /// - [`AllocError`] if the memory cannot be had.
-    pub fn resize(&mut self, len: usize, value: T, flags: Flags) -> Result<(), AllocError> {
-        self.reserve(len.saturating_sub(self.0.len()), flags)?;
-        self.0.resize(len, value);
-        Ok(())
-    }
-}
-
-impl<T> Deref for KVec<T> {
-    type Target = [T];
-
-    fn deref(&self) -> &[T] {
-        &self.0
-    }
-}
-
-impl<T> DerefMut for KVec<T> {
-    fn deref_mut(&mut self) -> &mut [T] {
-        &mut self.0
-    }
-}
-
-/// A box whose allocation is fallible.
-pub type KBox<T> = Box<T>;
-
-/// A vector that may live in `vmalloc` memory when large, as upstream's `KVVec`: the host
-/// has one allocator, so it is a [`KVec`].
-pub type KVVec<T> = KVec<T>;
-
 impl core::ops::BitOr for Flags {
     type Output = Self;
 
     fn bitor(self, rhs: Self) -> Self {
         Self(self.0 | rhs.0)
     }
+}
+
+/// An allocator: what the `A` of [`Vec<T, A>`](Vec) and [`Box<T, A>`](Box) names.
+///
+/// Sealed, and implemented by [`Kmalloc`](allocator::Kmalloc),
+/// [`Vmalloc`](allocator::Vmalloc) and [`KVmalloc`](allocator::KVmalloc) only. 7.3's is an
+/// `unsafe trait` whose implementors allocate (`MIN_ALIGN`, `alloc`, `realloc`, `free`,
+/// with a NUMA node); this crate's containers keep their storage in `alloc`'s types, so
+/// here the trait only tells the allocators apart (see the [module docs](self)). A bound
+/// `A: Allocator` builds under both; a call of `A::alloc` builds only in a kernel.
+pub trait Allocator: private::Sealed {}
+
+impl Allocator for allocator::Kmalloc {}
+impl Allocator for allocator::Vmalloc {}
+impl Allocator for allocator::KVmalloc {}
+
+mod private {
+    use super::allocator::{
+        KVmalloc,
+        Kmalloc,
+        Vmalloc, //
+    };
+
+    /// Keeps [`super::Allocator`] to this crate's three allocators.
+    pub trait Sealed {}
+
+    impl Sealed for Kmalloc {}
+    impl Sealed for Vmalloc {}
+    impl Sealed for KVmalloc {}
 }
 
 impl From<AllocError> for crate::error::Error {

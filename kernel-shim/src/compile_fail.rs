@@ -2,7 +2,8 @@
 
 //! What must not build: each item's example fails to compile with the error code it names,
 //! and a twin that builds sits in the docs or tests of the item it exercises
-//! (`num/bounded.rs`, `tests/num.rs`, `io/register.rs`, `tests/register.rs`).
+//! (`num/bounded.rs`, `tests/num.rs`, `io/register.rs`, `tests/register.rs`,
+//! `alloc/kvec.rs`, `tests/alloc.rs`).
 //!
 //! Host only (`cfg(doctest)`): gathered here, so the items' own docs keep examples that
 //! build.
@@ -158,3 +159,109 @@ pub struct ZeroedOutOfScope;
 /// let _ = read(mmio);
 /// ```
 pub struct WideAccessToARegion;
+
+/// A `KVVec` where a `KVec` is wanted: the allocator makes them two types, as in 7.3 (the
+/// twin, a `KVVec` lent as a slice, is in the docs of `alloc::KVVec`).
+///
+/// ```compile_fail,E0308
+/// use kernel::prelude::*;
+///
+/// fn keep(_: KVec<u8>) {}
+/// keep(KVVec::new());
+/// ```
+pub struct KVVecWhereKVecIsWanted;
+
+/// A `VBox` where a `KBox` is wanted (the twin is in `tests/alloc.rs`).
+///
+/// ```compile_fail,E0308
+/// use kernel::{alloc::VBox, prelude::*};
+///
+/// fn keep(_: KBox<u8>) {}
+/// keep(VBox::new(1, GFP_KERNEL)?);
+/// # Ok::<(), Error>(())
+/// ```
+pub struct VBoxWhereKBoxIsWanted;
+
+/// `alloc`'s `Box` where a `KBox` is wanted: `KBox` is no longer its alias.
+///
+/// ```compile_fail,E0308
+/// use kernel::prelude::*;
+///
+/// let _: KBox<u8> = std::boxed::Box::new(1);
+/// ```
+pub struct StdBoxWhereKBoxIsWanted;
+
+/// A message in a case's `assert!`: KUnit's takes a condition alone, as in 7.3 (the twin,
+/// without a message, is in the docs of `kunit`).
+///
+/// No error code: a macro invocation that no rule matches has none.
+///
+/// ```compile_fail
+/// #[kernel::kunit_tests(message)]
+/// mod tests {
+///     #[test]
+///     fn fails() {
+///         assert!(1 + 1 == 3, "arithmetic");
+///     }
+/// }
+/// ```
+pub struct AssertWithAMessageInACase;
+
+/// A message in a case's `assert_eq!`.
+///
+/// ```compile_fail
+/// #[kernel::kunit_tests(message)]
+/// mod tests {
+///     #[test]
+///     fn passes() {
+///         assert_eq!(1 + 1, 2, "arithmetic");
+///     }
+/// }
+/// ```
+pub struct AssertEqWithAMessageInACase;
+
+/// A message in the `assert!` of a helper written after the first case: from there to
+/// the end of the module the assertions are KUnit's, as in 7.3 (a helper before the
+/// first case keeps `core`'s, message and all: the docs of `kunit`).
+///
+/// ```compile_fail
+/// #[kernel::kunit_tests(message)]
+/// mod tests {
+///     #[test]
+///     fn passes() {
+///         checks(1);
+///     }
+///
+///     fn checks(x: u32) {
+///         assert!(x == 1, "x is {x}");
+///     }
+/// }
+/// ```
+pub struct AssertWithAMessageInAHelperAfterACase;
+
+/// A case's `assert!` of a condition that is not a `bool` (`core`'s takes any `!`-able
+/// one; 7.3's, an `if` condition, only a `bool`).
+///
+/// ```compile_fail,E0308
+/// #[kernel::kunit_tests(condition)]
+/// mod tests {
+///     #[test]
+///     fn passes() {
+///         assert!(&true);
+///     }
+/// }
+/// ```
+pub struct AssertOfANonBoolInACase;
+
+/// A case returning neither `()` nor a `Result`.
+///
+/// ```compile_fail,E0277
+/// #[kernel::kunit_tests(returns)]
+/// mod tests {
+///     #[test]
+///     fn returns_a_number() -> u32 {
+///         1
+///     }
+/// }
+/// ```
+pub struct CaseReturningNeitherUnitNorAResult;

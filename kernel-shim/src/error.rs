@@ -4,14 +4,18 @@
 //!
 //! C header: `include/uapi/asm-generic/errno-base.h` and `errno.h`.
 
-use core::fmt;
+use core::{
+    ffi::CStr,
+    fmt, //
+};
 
 /// Contains the C-compatible error codes.
 pub mod code {
     macro_rules! declare_err {
         ($err:ident, $num:literal, $doc:literal) => {
             #[doc = $doc]
-            pub const $err: super::Error = super::Error::from_const(-$num, stringify!($err));
+            pub const $err: super::Error =
+                super::Error::from_const(-$num, super::c_name(concat!(stringify!($err), "\0")));
         };
     }
 
@@ -49,11 +53,23 @@ pub mod code {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Error {
     errno: i32,
-    name: &'static str,
+    name: &'static CStr,
+}
+
+/// Returns `name`, NUL-terminated, as a C string: the names of [`code`]'s errors.
+///
+/// # Panics
+///
+/// At build time, if `name` is not NUL-terminated or has an inner NUL.
+const fn c_name(name: &'static str) -> &'static CStr {
+    match CStr::from_bytes_with_nul(name.as_bytes()) {
+        Ok(name) => name,
+        Err(_) => panic!("an errno name is one NUL-terminated C string"),
+    }
 }
 
 impl Error {
-    const fn from_const(errno: i32, name: &'static str) -> Self {
+    const fn from_const(errno: i32, name: &'static CStr) -> Self {
         // INVARIANT: every caller in `code` passes a negative errno.
         Self { errno, name }
     }
@@ -92,7 +108,7 @@ impl Error {
             .copied()
             .find(|e| e.errno == errno)
             // INVARIANT: `errno` was checked to be in range above.
-            .unwrap_or(Self { errno, name: "" })
+            .unwrap_or(Self { errno, name: c"" })
     }
 
     /// Returns the error encoded as a negative errno.
@@ -100,8 +116,8 @@ impl Error {
         self.errno
     }
 
-    /// Returns the symbolic name of the error (`"EIO"`), if it has one.
-    pub fn name(&self) -> Option<&'static str> {
+    /// Returns the symbolic name of the error (`c"EIO"`), if it has one.
+    pub fn name(&self) -> Option<&'static CStr> {
         (!self.name.is_empty()).then_some(self.name)
     }
 }
@@ -109,15 +125,10 @@ impl Error {
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.name() {
-            Some(name) => f.write_str(name),
+            // The names are ASCII.
+            Some(name) => f.write_str(name.to_str().unwrap_or("?")),
             None => write!(f, "Error({})", self.errno),
         }
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
     }
 }
 

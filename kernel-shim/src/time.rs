@@ -6,63 +6,192 @@ use core::{
     marker::PhantomData,
     ops::{
         Add,
-        Sub, //
+        AddAssign,
+        Div,
+        Mul,
+        MulAssign,
+        Sub,
+        SubAssign, //
     },
 };
 
-/// A span of time in nanoseconds, as upstream's `kernel::time::Delta`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Delta {
-    nanos: i64,
+/// The unit a [`Delta`] counts in, and the integer it is kept in: [`Nsec`] or [`Jiffy`],
+/// as upstream's `kernel::time::TimeUnit` (sealed: no other unit exists).
+pub trait TimeUnit: private::Sealed {
+    /// The integer a span of this unit is kept in.
+    type Repr: Copy + Clone + PartialEq + PartialOrd + Eq + Ord + core::fmt::Debug;
 }
+
+mod private {
+    pub trait Sealed {}
+
+    impl Sealed for super::Nsec {}
+    impl Sealed for super::Jiffy {}
+}
+
+/// Nanoseconds, in an `i64`: the unit of a plain [`Delta`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Nsec {}
+
+impl TimeUnit for Nsec {
+    type Repr = i64;
+}
+
+/// Jiffies, in an `isize`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Jiffy {}
+
+impl TimeUnit for Jiffy {
+    type Repr = isize;
+}
+
+/// A span of time, of either sign, counted in unit `U` (nanoseconds unless named), as
+/// upstream's `kernel::time::Delta<U>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Delta<U: TimeUnit = Nsec> {
+    value: U::Repr,
+}
+
+impl Delta<Jiffy> {
+    /// Creates a span of `jiffies` jiffies.
+    pub const fn from_jiffies(jiffies: isize) -> Self {
+        Self { value: jiffies }
+    }
+
+    /// Returns the span in jiffies.
+    pub const fn as_jiffies(self) -> isize {
+        self.value
+    }
+}
+
+/// The nanoseconds in a microsecond, a millisecond and a second.
+const NSEC_PER_USEC: i64 = 1_000;
+const NSEC_PER_MSEC: i64 = 1_000_000;
+const NSEC_PER_SEC: i64 = 1_000_000_000;
 
 impl Delta {
     /// The zero span.
-    pub const ZERO: Self = Self { nanos: 0 };
+    pub const ZERO: Self = Self { value: 0 };
 
     /// Creates a span of `nanos` nanoseconds.
     pub const fn from_nanos(nanos: i64) -> Self {
-        Self { nanos }
+        Self { value: nanos }
     }
 
     /// Creates a span of `micros` microseconds, saturating.
     pub const fn from_micros(micros: i64) -> Self {
-        Self::from_nanos(micros.saturating_mul(1_000))
+        Self::from_nanos(micros.saturating_mul(NSEC_PER_USEC))
     }
 
     /// Creates a span of `millis` milliseconds, saturating.
     pub const fn from_millis(millis: i64) -> Self {
-        Self::from_nanos(millis.saturating_mul(1_000_000))
+        Self::from_nanos(millis.saturating_mul(NSEC_PER_MSEC))
     }
 
     /// Creates a span of `secs` seconds, saturating.
     pub const fn from_secs(secs: i64) -> Self {
-        Self::from_nanos(secs.saturating_mul(1_000_000_000))
+        Self::from_nanos(secs.saturating_mul(NSEC_PER_SEC))
     }
 
     /// Returns whether the span is zero.
     pub const fn is_zero(self) -> bool {
-        self.nanos == 0
+        self.value == 0
     }
 
     /// Returns whether the span is negative.
     pub const fn is_negative(self) -> bool {
-        self.nanos < 0
+        self.value < 0
     }
 
     /// Returns the span in nanoseconds.
     pub const fn as_nanos(self) -> i64 {
-        self.nanos
+        self.value
+    }
+
+    /// Returns the span in whole units of `per` nanoseconds, rounded up (towards zero for
+    /// a negative span, which truncation already rounds up), without overflowing near
+    /// `i64::MAX`.
+    const fn ceil_div(self, per: i64) -> i64 {
+        match self.value {
+            n if n > 0 => (n - 1) / per + 1,
+            n => n / per,
+        }
     }
 
     /// Returns the span in microseconds, rounded up.
     pub const fn as_micros_ceil(self) -> i64 {
-        self.nanos.saturating_add(999) / 1_000
+        self.ceil_div(NSEC_PER_USEC)
     }
 
-    /// Returns the span in milliseconds, rounded down.
+    /// Returns the span in milliseconds, rounded towards zero.
     pub const fn as_millis(self) -> i64 {
-        self.nanos / 1_000_000
+        self.value / NSEC_PER_MSEC
+    }
+
+    /// Returns the span in milliseconds, rounded up.
+    pub const fn as_millis_ceil(self) -> i64 {
+        self.ceil_div(NSEC_PER_MSEC)
+    }
+
+    /// Returns what is left of the span, in nanoseconds, after taking out every whole
+    /// `divisor` nanoseconds (the remainder has the span's sign).
+    ///
+    /// # Panics
+    ///
+    /// If `divisor` is zero.
+    pub fn rem_nanos(self, divisor: i32) -> Self {
+        Self::from_nanos(self.value % i64::from(divisor))
+    }
+}
+
+impl Add for Delta {
+    type Output = Self;
+
+    fn add(self, rhs: Self) -> Self {
+        Self::from_nanos(self.value + rhs.value)
+    }
+}
+
+impl AddAssign for Delta {
+    fn add_assign(&mut self, rhs: Self) {
+        *self = *self + rhs;
+    }
+}
+
+impl Sub for Delta {
+    type Output = Self;
+
+    fn sub(self, rhs: Self) -> Self {
+        Self::from_nanos(self.value - rhs.value)
+    }
+}
+
+impl SubAssign for Delta {
+    fn sub_assign(&mut self, rhs: Self) {
+        *self = *self - rhs;
+    }
+}
+
+impl Mul<i64> for Delta {
+    type Output = Self;
+
+    fn mul(self, rhs: i64) -> Self {
+        Self::from_nanos(self.value * rhs)
+    }
+}
+
+impl MulAssign<i64> for Delta {
+    fn mul_assign(&mut self, rhs: i64) {
+        *self = *self * rhs;
+    }
+}
+
+impl Div for Delta {
+    /// How many times `rhs` fits in `self`, rounded towards zero.
+    type Output = i64;
+
+    fn div(self, rhs: Self) -> i64 {
+        self.value / rhs.value
     }
 }
 

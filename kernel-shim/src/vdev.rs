@@ -29,7 +29,10 @@ use std::{
 };
 
 use crate::{
-    alloc::KBox,
+    alloc::{
+        flags::GFP_KERNEL,
+        KBox, //
+    },
     device::{
         Bound,
         Device, //
@@ -110,15 +113,19 @@ impl<const SIZE: usize> SimBar<SIZE> {
     /// # Errors
     ///
     /// - `EINVAL` if `SIZE` is not a multiple of 4.
+    /// - `ENOMEM` if the doorbells' box cannot be allocated.
     pub fn new(doorbells: &[usize]) -> Result<Self> {
         let regs: Box<[AtomicU32]> = (0..SIZE / 4).map(|_| AtomicU32::new(0)).collect();
-        let bells = KBox::new(Doorbells {
-            offsets: doorbells.to_vec(),
-            rings: AtomicU64::new(0),
-            waiters: AtomicUsize::new(0),
-            lock: Mutex::new(()),
-            rung: Condvar::new(),
-        });
+        let bells = KBox::new(
+            Doorbells {
+                offsets: doorbells.to_vec(),
+                rings: AtomicU64::new(0),
+                waiters: AtomicUsize::new(0),
+                lock: Mutex::new(()),
+                rung: Condvar::new(),
+            },
+            GFP_KERNEL,
+        )?;
         let region =
             Region::<SIZE>::ptr_try_from_raw_parts_mut(regs.as_ptr().cast_mut().cast(), SIZE)?;
         // SAFETY: `regs` is a live allocation of `SIZE` bytes, 4-byte aligned, valid for

@@ -17,6 +17,7 @@ use kernel::{
     },
     kunit::{
         Case,
+        Status,
         Suite, //
     },
     prelude::*,
@@ -40,6 +41,7 @@ use kernel::{
     time::{
         Delta,
         Instant,
+        Jiffy,
         Monotonic, //
     },
     vdev::{
@@ -56,7 +58,7 @@ fn errors_carry_real_errno_values() {
     assert_eq!(EMSGSIZE.to_errno(), -90);
     assert_eq!(ETIMEDOUT.to_errno(), -110);
     assert_eq!(Error::from_errno(-110), ETIMEDOUT);
-    assert_eq!(Error::from_errno(-110).name(), Some("ETIMEDOUT"));
+    assert_eq!(Error::from_errno(-110).name(), Some(c"ETIMEDOUT"));
     assert_eq!(Error::from_errno(5), EINVAL);
     assert_eq!(Error::from_errno(-4000).to_errno(), -4000);
     assert_eq!(std::format!("{:?}", EIO), "EIO");
@@ -154,6 +156,38 @@ fn delta_converts_units() {
     assert_eq!(Delta::from_nanos(1001).as_micros_ceil(), 2);
     assert_eq!(Delta::from_secs(i64::MAX).as_nanos(), i64::MAX);
     assert!(Delta::ZERO.is_zero());
+}
+
+#[test]
+fn delta_rounds_up_without_overflow_and_negative_spans_towards_zero() {
+    assert_eq!(
+        Delta::from_nanos(i64::MAX).as_micros_ceil(),
+        i64::MAX / 1_000 + 1
+    );
+    assert_eq!(Delta::from_nanos(1_000_001).as_millis_ceil(), 2);
+    assert_eq!(Delta::from_nanos(-1_500).as_micros_ceil(), -1);
+    assert_eq!(Delta::from_nanos(-1_500_000).as_millis(), -1);
+}
+
+#[test]
+fn delta_arithmetic_counts_nanoseconds() {
+    let mut d = Delta::from_micros(3) + Delta::from_nanos(500) - Delta::from_nanos(100);
+    assert_eq!(d.as_nanos(), 3_400);
+    d *= 2;
+    d -= Delta::from_nanos(800);
+    d += Delta::from_micros(1);
+    assert_eq!(d, Delta::from_micros(7));
+    assert_eq!(Delta::from_millis(7) / Delta::from_micros(2), 3_500);
+    assert_eq!(
+        Delta::from_nanos(-1_234).rem_nanos(1_000),
+        Delta::from_nanos(-234)
+    );
+}
+
+#[test]
+fn jiffies_are_a_delta_of_their_own() {
+    let j = Delta::<Jiffy>::from_jiffies(-25);
+    assert_eq!(j.as_jiffies(), -25);
 }
 
 #[test]
@@ -280,19 +314,20 @@ static MIXED: Suite = Suite {
             name: "passes",
             run: || {
                 passes();
-                Ok(())
+                Status::Success
             },
         },
         Case {
             name: "fails_assertion",
             run: || {
                 fails_assertion();
-                Ok(())
+                Status::Success
             },
         },
         Case {
             name: "fails_with_errno",
-            run: fails_with_errno,
+            // What `#[kunit_tests]` makes of a case returning `Result`.
+            run: || kernel::__kunit_case!(fails_with_errno),
         },
     ],
 };
@@ -318,11 +353,14 @@ fn ktap_runner_reports_failures_with_diagnostics() {
     assert!(lines[6..not_ok_2]
         .iter()
         .all(|l| l.starts_with("    # fails_assertion: ")));
+    assert!(lines[not_ok_2 + 1].starts_with("    # fails_with_errno: ASSERTION FAILED at "));
+    assert!(lines[not_ok_2 + 1]
+        .ends_with(": Expected is_test_result_ok(fails_with_errno()) to be true, but is false"));
     assert_eq!(
-        lines[not_ok_2 + 1],
-        "    # fails_with_errno: returned ETIMEDOUT"
+        lines[not_ok_2 + 2],
+        "    # fails_with_errno:     fails_with_errno() == Err(ETIMEDOUT)"
     );
-    assert_eq!(lines[not_ok_2 + 2], "    not ok 3 fails_with_errno");
-    assert_eq!(lines[not_ok_2 + 3], "not ok 1 mixed");
-    assert_eq!(lines.len(), not_ok_2 + 4);
+    assert_eq!(lines[not_ok_2 + 3], "    not ok 3 fails_with_errno");
+    assert_eq!(lines[not_ok_2 + 4], "not ok 1 mixed");
+    assert_eq!(lines.len(), not_ok_2 + 5);
 }

@@ -46,6 +46,7 @@ pub mod tests {
             next_valid_arrives, //
         },
         fixture::{
+            check,
             device_view,
             Pair,
             LONG, //
@@ -161,7 +162,7 @@ pub mod tests {
         loop {
             at += 1;
             // Else a receive of one element keeps copying.
-            assert!(at <= MAX_READS);
+            check!(at <= MAX_READS)?;
             let mut mem: Coherent<GspMem> =
                 CoherentBox::<GspMem>::zeroed(vdev::device()?, GFP_KERNEL)?.into();
             let gsp = RewriteBeforeRead {
@@ -183,40 +184,40 @@ pub mod tests {
             for _ in 0..fill {
                 let el = log_element(&pair, b"fill")?;
                 pair.gsp.post_raw(&el, 1)?;
-                pair.cmdq.receive_msg(LONG)?;
+                pair.cmdq.receive_any(LONG)?;
             }
             let el = sealed_log_element(fill, original)?;
             // The element is the one the GSP itself would send.
-            assert!(el[..] == log_element(&pair, original)?[..]);
+            check!(el[..] == log_element(&pair, original)?[..])?;
             pair.gsp.post_raw(&el, fw::elem_count_for(original.len()))?;
 
             gsp.arm();
-            let result = pair.cmdq.receive_msg(LONG);
+            let result = pair.cmdq.receive_any(LONG);
             let reads = gsp.disarm();
             if reads < at {
                 // No copy left to precede: the receive ran undisturbed.
-                assert!(!gsp.rewritten());
-                assert!(matches!(&result, Ok(msg) if msg.payload[..] == original[..]));
+                check!(!gsp.rewritten())?;
+                check!(matches!(&result, Ok(msg) if msg.payload[..] == original[..]))?;
                 return Ok(outcomes);
             }
-            assert!(gsp.rewritten());
+            check!(gsp.rewritten())?;
             let outcome = match result {
                 Ok(msg) if at == 1 => {
-                    assert!(msg.payload[..] == replacement[..]);
+                    check!(msg.payload[..] == replacement[..])?;
                     Outcome::Replaced
                 }
                 Ok(msg) => {
-                    assert!(msg.payload[..] == original[..]);
+                    check!(msg.payload[..] == original[..])?;
                     Outcome::Unchanged
                 }
                 Err(e) => {
-                    assert_eq!(e, EIO);
-                    assert_eq!(pair.cmdq.last_fault(), Some(reason));
+                    check!(e == EIO)?;
+                    check!(pair.cmdq.last_fault() == Some(reason))?;
                     Outcome::Refused
                 }
             };
             outcomes.push(outcome, GFP_KERNEL)?;
-            assert_eq!(pair.cmdq.cpu_ptrs().1, pair.gsp.gsp_ptrs().0);
+            check!(pair.cmdq.cpu_ptrs().1 == pair.gsp.gsp_ptrs().0)?;
             next_valid_arrives(&mut pair)?;
         }
     }

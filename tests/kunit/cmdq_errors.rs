@@ -32,6 +32,7 @@ pub mod tests {
     };
 
     use crate::fixture::{
+        check,
         Pair,
         LONG,
         SHORT, //
@@ -56,17 +57,18 @@ pub mod tests {
     pub(crate) fn next_valid_arrives(pair: &mut Pair) -> Result {
         let good = log_element(pair, b"still alive")?;
         pair.gsp.post_raw(&good, 1)?;
-        let msg = pair.cmdq.receive_msg(LONG)?;
-        assert_eq!(msg.function(), Ok(MsgFunction::UcodeLibosPrint));
-        assert!(msg.payload[..] == b"still alive"[..]);
+        let msg = pair.cmdq.receive_any(LONG)?;
+        check!(msg.function() == Ok(MsgFunction::UcodeLibosPrint))?;
+        check!(msg.payload[..] == b"still alive"[..])?;
         Ok(())
     }
 
-    /// Receives within `timeout` and expects the receive to fail with `err` and name
+    /// Receives within `timeout` and checks the receive fails with `err` and names
     /// `reason` as its fault.
-    fn expect_refused(pair: &mut Pair, timeout: Delta, err: Error, reason: &str) {
-        assert_eq!(pair.cmdq.receive_msg(timeout).err(), Some(err));
-        assert_eq!(pair.cmdq.last_fault(), Some(reason));
+    fn expect_refused(pair: &mut Pair, timeout: Delta, err: Error, reason: &str) -> Result {
+        check!(pair.cmdq.receive_any(timeout).err() == Some(err))?;
+        check!(pair.cmdq.last_fault() == Some(reason))?;
+        Ok(())
     }
 
     /// Posts the full head of an RPC (RPC sequence 5) whose payload is `rest` bytes
@@ -87,9 +89,9 @@ pub mod tests {
     /// consumed, then a valid message.
     fn expect_rejected(pair: &mut Pair, el: &[u8], slots: u32, reason: &str) -> Result {
         pair.gsp.post_raw(el, slots)?;
-        expect_refused(pair, LONG, EIO, reason);
+        expect_refused(pair, LONG, EIO, reason)?;
         let (_, rptr) = pair.cmdq.cpu_ptrs();
-        assert_eq!(rptr, pair.gsp.gsp_ptrs().0);
+        check!(rptr == pair.gsp.gsp_ptrs().0)?;
         next_valid_arrives(pair)
     }
 
@@ -174,7 +176,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         pair.view()
             .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 63)?;
-        expect_refused(&mut pair, SHORT, EIO, "write pointer outside the ring");
+        expect_refused(&mut pair, SHORT, EIO, "write pointer outside the ring")?;
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
         pair.view()
             .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 0)?;
@@ -200,7 +202,7 @@ pub mod tests {
         let el = pair.gsp.encode_element(0x0bad, 0, b"?", 1)?;
         pair.gsp.post_raw(&el, 1)?;
         assert_eq!(
-            pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(),
+            pair.cmdq.receive_msg::<GspInitDone>(LONG).err(),
             Some(EINVAL)
         );
         // The receive itself succeeded: the typed check refused the function.
@@ -214,7 +216,7 @@ pub mod tests {
         let el = log_element(&pair, b"not the one")?;
         pair.gsp.post_raw(&el, 1)?;
         assert_eq!(
-            pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(),
+            pair.cmdq.receive_msg::<GspInitDone>(LONG).err(),
             Some(ERANGE)
         );
         // The receive itself succeeded: the typed check refused the function.
@@ -234,7 +236,7 @@ pub mod tests {
         edit(&mut el, 4, |h| h.rpc.rpc_result = 0x1f);
         pair.gsp.post_raw(&el, 1)?;
         assert_eq!(
-            pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(),
+            pair.cmdq.receive_msg::<GspInitDone>(LONG).err(),
             Some(EINVAL)
         );
         // The receive itself succeeded: the typed check refused the result.
@@ -249,7 +251,7 @@ pub mod tests {
             .gsp
             .encode_element(MsgFunction::GspInitDone.into(), 0, &[0; 2], 2)?;
         pair.gsp.post_raw(&el, 1)?;
-        assert_eq!(pair.cmdq.wait_for_msg::<GspInitDone>(LONG).err(), Some(EIO));
+        assert_eq!(pair.cmdq.receive_msg::<GspInitDone>(LONG).err(), Some(EIO));
         // The receive itself succeeded: the `EIO` is the decoder's.
         assert_eq!(
             pair.cmdq.last_fault(),
@@ -292,7 +294,7 @@ pub mod tests {
             LONG,
             EIO,
             "head not followed by its continuation",
-        );
+        )?;
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 17));
         next_valid_arrives(&mut pair)
     }
@@ -301,7 +303,7 @@ pub mod tests {
     fn head_whose_continuation_never_comes_times_out() -> Result {
         let mut pair = Pair::new()?;
         post_split_head(&mut pair, 100)?;
-        expect_refused(&mut pair, SHORT, ETIMEDOUT, "nothing published in time");
+        expect_refused(&mut pair, SHORT, ETIMEDOUT, "nothing published in time")?;
         // The head was consumed.
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 16));
         next_valid_arrives(&mut pair)
@@ -314,16 +316,16 @@ pub mod tests {
             let el = log_element(&pair, text)?;
             pair.gsp.post_raw(&el, 1)?;
         }
-        assert!(pair.cmdq.receive_msg(LONG)?.payload[..] == b"one"[..]);
+        assert!(pair.cmdq.receive_any(LONG)?.payload[..] == b"one"[..]);
         // Two slots were published and not yet consumed; the GSP takes one back.
         pair.view()
             .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 2)?;
-        expect_refused(&mut pair, SHORT, EIO, "write pointer moved backwards");
+        expect_refused(&mut pair, SHORT, EIO, "write pointer moved backwards")?;
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 1));
         pair.view()
             .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 3)?;
-        assert!(pair.cmdq.receive_msg(LONG)?.payload[..] == b"two"[..]);
-        assert!(pair.cmdq.receive_msg(LONG)?.payload[..] == b"three"[..]);
+        assert!(pair.cmdq.receive_any(LONG)?.payload[..] == b"two"[..]);
+        assert!(pair.cmdq.receive_any(LONG)?.payload[..] == b"three"[..]);
         next_valid_arrives(&mut pair)
     }
 
@@ -352,12 +354,12 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let first = log_element(&pair, b"first")?;
         pair.gsp.post_raw(&first, 1)?;
-        pair.cmdq.receive_msg(LONG)?;
+        pair.cmdq.receive_any(LONG)?;
         // The GSP sends an element numbered like the one before.
         let mut again = log_element(&pair, b"replayed")?;
         edit(&mut again, 8, |h| h.seq_num = 0);
         pair.gsp.post_raw(&again, 1)?;
-        expect_refused(&mut pair, LONG, EIO, "element sequence number went back");
+        expect_refused(&mut pair, LONG, EIO, "element sequence number went back")?;
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 2));
         next_valid_arrives(&mut pair)
     }
@@ -370,7 +372,7 @@ pub mod tests {
             pair.gsp
                 .encode_element(MsgFunction::ContinuationRecord.into(), 6, &chunk[..10], 10)?;
         pair.gsp.post_raw(&cont, 1)?;
-        expect_refused(&mut pair, LONG, EIO, "continuation record of another RPC");
+        expect_refused(&mut pair, LONG, EIO, "continuation record of another RPC")?;
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 17));
         next_valid_arrives(&mut pair)
     }
@@ -389,7 +391,7 @@ pub mod tests {
             LONG,
             EIO,
             "continuation records longer than the RPC",
-        );
+        )?;
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 17));
         next_valid_arrives(&mut pair)
     }
@@ -400,7 +402,7 @@ pub mod tests {
         for _ in 0..60 {
             let el = log_element(&pair, b"fill")?;
             pair.gsp.post_raw(&el, 1)?;
-            pair.cmdq.receive_msg(LONG)?;
+            pair.cmdq.receive_any(LONG)?;
         }
         // At slot 60 an element claims five slots (60, 61, 62, 0, 1); three are published.
         let mut el = log_element(&pair, b"x")?;
@@ -411,7 +413,7 @@ pub mod tests {
             LONG,
             EIO,
             "element count beyond the published slots",
-        );
+        )?;
         // Every published slot was dropped: the read pointer wrapped to 0.
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
         next_valid_arrives(&mut pair)
@@ -420,21 +422,19 @@ pub mod tests {
     #[test]
     fn gsp_that_stops_mid_run_times_out_and_the_queue_works_after() -> Result {
         let mut pair = Pair::new()?;
-        let seq = pair
-            .cmdq
-            .send_command(pair.bar.bar(), &Echo(b"are you there"))?;
+        let seq = pair.cmdq.post(pair.bar.bar(), &Echo(b"are you there"))?;
         // The GSP does not run.
-        expect_refused(&mut pair, SHORT, ETIMEDOUT, "nothing published in time");
+        expect_refused(&mut pair, SHORT, ETIMEDOUT, "nothing published in time")?;
         // It comes back: the late reply arrives, then the queue goes on.
         pair.gsp_run()?;
-        let reply = pair.cmdq.receive_msg(LONG)?;
+        let reply = pair.cmdq.receive_any(LONG)?;
         assert_eq!(
             (reply.sequence, &reply.payload[..]),
             (seq, &b"are you there"[..])
         );
-        let seq = pair.cmdq.send_command(pair.bar.bar(), &Echo(b"again"))?;
+        let seq = pair.cmdq.post(pair.bar.bar(), &Echo(b"again"))?;
         pair.gsp_run()?;
-        assert_eq!(pair.cmdq.receive_msg(LONG)?.sequence, seq);
+        assert_eq!(pair.cmdq.receive_any(LONG)?.sequence, seq);
         Ok(())
     }
 
@@ -507,7 +507,7 @@ pub mod tests {
             let mut el = log_element(&pair, b"x")?;
             corrupt(&mut el);
             pair.gsp.post_raw(&el, slots)?;
-            expect_refused(&mut pair, LONG, EIO, reason);
+            expect_refused(&mut pair, LONG, EIO, reason)?;
         }
         next_valid_arrives(&mut pair)
     }
@@ -518,7 +518,7 @@ pub mod tests {
         let mut el = log_element(&pair, b"corrupt me")?;
         el[85] ^= 0x40;
         pair.gsp.post_raw(&el, 1)?;
-        expect_refused(&mut pair, LONG, EIO, "bad checksum");
+        expect_refused(&mut pair, LONG, EIO, "bad checksum")?;
         next_valid_arrives(&mut pair)?;
         assert_eq!(pair.cmdq.last_fault(), None);
         Ok(())

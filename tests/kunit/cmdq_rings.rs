@@ -24,6 +24,7 @@ pub mod tests {
     use zerocopy::IntoBytes;
 
     use crate::fixture::{
+        check,
         Pair,
         LONG,
         SHORT, //
@@ -31,13 +32,13 @@ pub mod tests {
 
     /// Sends an echo of `payload`, lets the GSP answer, and checks the reply.
     fn round_trip(pair: &mut Pair, payload: &[u8]) -> Result {
-        let seq = pair.cmdq.send_command(pair.bar.bar(), &Echo(payload))?;
+        let seq = pair.cmdq.post(pair.bar.bar(), &Echo(payload))?;
         pair.gsp_run()?;
-        let reply = pair.cmdq.receive_msg(LONG)?;
-        assert_eq!(reply.function(), Ok(MsgFunction::VgspEcho));
-        assert_eq!(reply.sequence, seq);
-        assert_eq!(reply.rpc_result, 0);
-        assert!(reply.payload[..] == *payload);
+        let reply = pair.cmdq.receive_any(LONG)?;
+        check!(reply.function() == Ok(MsgFunction::VgspEcho))?;
+        check!(reply.sequence == seq)?;
+        check!(reply.rpc_result == 0)?;
+        check!(reply.payload[..] == *payload)?;
         Ok(())
     }
 
@@ -55,10 +56,10 @@ pub mod tests {
     fn sequence_numbers_advance_per_element() -> Result {
         let mut pair = Pair::new()?;
         for i in 0..5u32 {
-            let seq = pair.cmdq.send_command(pair.bar.bar(), &Echo(&[1, 2, 3]))?;
+            let seq = pair.cmdq.post(pair.bar.bar(), &Echo(&[1, 2, 3]))?;
             assert_eq!(seq, i);
             pair.gsp_run()?;
-            let reply = pair.cmdq.receive_msg(LONG)?;
+            let reply = pair.cmdq.receive_any(LONG)?;
             assert_eq!(reply.seq_num, i);
         }
         Ok(())
@@ -86,7 +87,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         // One slot always stays empty: 62 one-slot commands fit.
         for _ in 0..MSGQ_NUM_PAGES - 1 {
-            pair.cmdq.send_command(pair.bar.bar(), &Echo(&[7; 8]))?;
+            pair.cmdq.post(pair.bar.bar(), &Echo(&[7; 8]))?;
         }
         let full = pair
             .cmdq
@@ -96,7 +97,7 @@ pub mod tests {
         pair.gsp_run()?;
         let mut replies = 0;
         loop {
-            match pair.cmdq.receive_msg(SHORT) {
+            match pair.cmdq.receive_any(SHORT) {
                 Ok(msg) => {
                     assert!(msg.payload[..] == [7; 8]);
                     replies += 1;
@@ -117,7 +118,7 @@ pub mod tests {
     #[test]
     fn receive_times_out_when_nothing_published() -> Result {
         let mut pair = Pair::new()?;
-        assert_eq!(pair.cmdq.receive_msg(SHORT).err(), Some(ETIMEDOUT));
+        assert_eq!(pair.cmdq.receive_any(SHORT).err(), Some(ETIMEDOUT));
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
         Ok(())
     }
@@ -126,13 +127,13 @@ pub mod tests {
     fn continuation_records_split_and_reassemble() -> Result {
         let mut pair = Pair::new()?;
         let payload = Pair::pattern(2 * MAX_ELEMENT_PAYLOAD + 1000, 42)?;
-        let seq = pair.cmdq.send_command(pair.bar.bar(), &Echo(&payload))?;
+        let seq = pair.cmdq.post(pair.bar.bar(), &Echo(&payload))?;
         // Three elements: 16 + 16 + 1 slots.
         assert_eq!(pair.cmdq.cpu_ptrs().0, 33);
         pair.gsp_run()?;
         assert_eq!(pair.gsp.stats.elements_in, 3);
         assert_eq!(pair.gsp.stats.commands, 1);
-        let reply = pair.cmdq.receive_msg(LONG)?;
+        let reply = pair.cmdq.receive_any(LONG)?;
         assert_eq!(reply.sequence, seq);
         assert_eq!(reply.elem_count, 33);
         assert_eq!(reply.payload.len(), payload.len());
@@ -144,7 +145,7 @@ pub mod tests {
     fn split_command_heads_carry_their_own_chunk_length() -> Result {
         let mut pair = Pair::new()?;
         let payload = Pair::pattern(2 * MAX_ELEMENT_PAYLOAD + 1000, 42)?;
-        let seq = pair.cmdq.send_command(pair.bar.bar(), &Echo(&payload))?;
+        let seq = pair.cmdq.post(pair.bar.bar(), &Echo(&payload))?;
         let view = pair.view();
         let element = |slot: u32| -> Result<GspMsgElement> {
             let mut h = GspMsgElement::default();
@@ -191,22 +192,20 @@ pub mod tests {
         let mut pair = Pair::new()?;
         pair.gsp.set_log_every(2);
         for i in 0..4u32 {
-            let seq = pair
-                .cmdq
-                .send_command(pair.bar.bar(), &Echo(&i.to_le_bytes()))?;
+            let seq = pair.cmdq.post(pair.bar.bar(), &Echo(&i.to_le_bytes()))?;
             pair.gsp_run()?;
-            let reply = pair.cmdq.receive_msg(LONG)?;
+            let reply = pair.cmdq.receive_any(LONG)?;
             assert_eq!(
                 (reply.function(), reply.sequence),
                 (Ok(MsgFunction::VgspEcho), seq)
             );
             if i % 2 == 1 {
-                let event = pair.cmdq.receive_msg(LONG)?;
+                let event = pair.cmdq.receive_any(LONG)?;
                 assert_eq!(event.function(), Ok(MsgFunction::UcodeLibosPrint));
                 assert!(event.payload.starts_with(b"vgsp: "));
             }
         }
-        assert_eq!(pair.cmdq.receive_msg(SHORT).err(), Some(ETIMEDOUT));
+        assert_eq!(pair.cmdq.receive_any(SHORT).err(), Some(ETIMEDOUT));
         Ok(())
     }
 

@@ -163,3 +163,27 @@ impl Pair {
         Ok(v)
     }
 }
+
+/// Checks `$cond` in a helper of a suite: `Ok(())` if it holds, else `Err(EBADMSG)`
+/// after logging the condition with its file and line.
+///
+/// A helper does not assert: `assert!` is KUnit's, which fails the case running, only
+/// from a suite's first case to the end of its module; before that, and outside the
+/// module, it is `core`'s, a kernel panic. A helper returns this `Err` instead, and its
+/// case passes it on with `?`, which fails the case.
+macro_rules! check {
+    ($cond:expr) => {
+        if $cond {
+            Ok(())
+        } else {
+            ::kernel::pr_err!(
+                "check failed at {}:{}: {}\n",
+                ::core::file!(),
+                ::core::line!(),
+                ::core::stringify!($cond)
+            );
+            Err(::kernel::error::code::EBADMSG)
+        }
+    };
+}
+pub(crate) use check;

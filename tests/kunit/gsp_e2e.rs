@@ -69,7 +69,9 @@ pub mod tests {
         cmdq::GspMessage,
         commands::{
             Echo,
-            EchoHeader, //
+            EchoHeader,
+            UnloadingGuestDriver,
+            UnloadingGuestDriverReply, //
         },
         fw::{
             self,
@@ -91,6 +93,8 @@ pub mod tests {
         gsp_thread::with_gsp_thread,
     };
 
+    /// Commands each of the typed-send cases sends.
+    const ROUNDS: usize = 10;
     /// Echo commands the mixed-size case sends.
     const ECHOES: u32 = 3000;
     /// The GSP's `log_every` in the mixed-size case.
@@ -118,9 +122,9 @@ pub mod tests {
         payload: &[u8],
         found: &mut Findings,
     ) -> Result {
-        let seq = gsp.cmdq.send_command(bar, &Echo(payload))?;
+        let seq = gsp.cmdq.post(bar, &Echo(payload))?;
         let reply: GspMessage = loop {
-            let msg = gsp.cmdq.receive_msg(LONG)?;
+            let msg = gsp.cmdq.receive_any(LONG)?;
             if msg.function() != Ok(MsgFunction::UcodeLibosPrint) {
                 break msg;
             }
@@ -204,6 +208,56 @@ pub mod tests {
         let (rung, stats) = with_gsp_thread(0, |_, _, sim| sim.doorbell_count())?;
         assert_eq!(rung, 0);
         assert_eq!(stats?.commands, 0);
+        Ok(())
+    }
+
+    #[test]
+    fn send_command_returns_the_typed_reply() -> Result {
+        // Three elements: the reply is reassembled before it is read.
+        let payload = Pair::pattern(3 * fw::MAX_ELEMENT_PAYLOAD, 5)?;
+        let ((echoed, unloaded), stats) = with_gsp_thread(0, |gsp, bar, _| {
+            let echoed = gsp
+                .cmdq
+                .send_command(bar, Echo(&payload))
+                .map(|reply| reply.0[..] == payload[..]);
+            let unloaded = gsp.cmdq.send_command(bar, UnloadingGuestDriver::default());
+            (echoed, unloaded)
+        })?;
+        assert_eq!(echoed, Ok(true));
+        assert_eq!(unloaded, Ok(UnloadingGuestDriverReply));
+        assert_eq!(stats?.replies, 2);
+        Ok(())
+    }
+
+    #[test]
+    fn send_command_consumes_other_messages_before_its_reply() -> Result {
+        // A log line after every command: each wait but the first meets one.
+        let (echoed, stats) = with_gsp_thread(1, |gsp, bar, _| {
+            (0..ROUNDS)
+                .filter(|_| {
+                    gsp.cmdq
+                        .send_command(bar, Echo(b"ping"))
+                        .is_ok_and(|reply| reply.0[..] == b"ping"[..])
+                })
+                .count()
+        })?;
+        assert_eq!(echoed, ROUNDS);
+        assert_eq!(stats?.events, ROUNDS as u64);
+        Ok(())
+    }
+
+    #[test]
+    fn gsp_send_command_logs_the_events_before_its_reply() -> Result {
+        let ((echoed, log_lines), stats) = with_gsp_thread(1, |gsp, bar, _| {
+            let echoed = (0..ROUNDS)
+                .filter(|_| gsp.send_command(bar, Echo(b"ping")).is_ok())
+                .count();
+            (echoed, gsp.log_lines)
+        })?;
+        assert_eq!(echoed, ROUNDS);
+        assert_eq!(stats?.events, ROUNDS as u64);
+        // The line after the last reply may come after the last wait.
+        assert!(log_lines + 1 >= ROUNDS);
         Ok(())
     }
 }

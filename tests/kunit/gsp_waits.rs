@@ -78,6 +78,7 @@ pub mod tests {
         with_chatty_gsp,
         LOG_EVERY, //
     };
+    use crate::fixture::check;
 
     /// The caller's timeout in these cases.
     const TIMEOUT: Delta = Delta::from_millis(100);
@@ -87,9 +88,9 @@ pub mod tests {
     /// GSP's 1 s of logging instead.
     const SCHEDULING_SLACK: Delta = Delta::from_millis(20);
 
-    /// Asserts that a wait that took `took` ended within [`TIMEOUT`] and one nap, and
+    /// Checks that a wait that took `took` ended within [`TIMEOUT`] and one nap, and
     /// that the GSP logged meanwhile (`lines` received by the driver).
-    fn assert_ended_in_time(took: Delta, lines: usize) {
+    fn check_ended_in_time(took: Delta, lines: usize) -> Result {
         let bound = TIMEOUT.as_nanos() + NAP.as_nanos() + SCHEDULING_SLACK.as_nanos();
         if took.as_nanos() < TIMEOUT.as_nanos() || took.as_nanos() > bound {
             pr_err!(
@@ -99,14 +100,14 @@ pub mod tests {
                 bound / 1000
             );
         }
-        // KUnit's assertions take a condition alone: the figures are printed above.
-        assert!(took.as_nanos() >= TIMEOUT.as_nanos());
-        assert!(took.as_nanos() <= bound);
+        // A check prints its condition alone: the figures are printed above.
+        check!(took.as_nanos() >= TIMEOUT.as_nanos())?;
+        check!(took.as_nanos() <= bound)?;
         // A line every 10 ms during a 100 ms wait: several, even on a loaded machine.
         let expected = TIMEOUT.as_nanos() / LOG_EVERY.as_nanos() / 3;
         let lines = i64::try_from(lines).unwrap_or(i64::MAX);
         // A regression here: only `lines` log lines crossed the wait.
-        assert!(lines >= expected);
+        check!(lines >= expected)
     }
 
     #[test]
@@ -118,8 +119,7 @@ pub mod tests {
         })?;
         sent?;
         assert_eq!(result, Some(ETIMEDOUT));
-        assert_ended_in_time(took, lines);
-        Ok(())
+        check_ended_in_time(took, lines)
     }
 
     #[test]
@@ -143,7 +143,6 @@ pub mod tests {
         assert!(skipped);
         // The copy's wait drops the lines without counting them: the GSP's count stands
         // for them (the lines it sent while the wait ran, and a few before).
-        assert_ended_in_time(took, usize::try_from(sent).unwrap_or(usize::MAX));
-        Ok(())
+        check_ended_in_time(took, usize::try_from(sent).unwrap_or(usize::MAX))
     }
 }

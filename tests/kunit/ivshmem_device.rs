@@ -124,9 +124,9 @@ pub mod tests {
 
     /// Sends an echo of `payload` and checks the reply, counting unasked events.
     fn echo(gsp: &mut Gsp, bell: &PeerDoorbell<'_>, payload: &[u8], found: &mut Echoes) -> Result {
-        let seq = gsp.cmdq.send_command(bell, &Echo(payload))?;
+        let seq = gsp.cmdq.post(bell, &Echo(payload))?;
         let reply: GspMessage = loop {
-            let msg = gsp.cmdq.receive_msg(REPLY_TIMEOUT)?;
+            let msg = gsp.cmdq.receive_any(REPLY_TIMEOUT)?;
             if msg.function() != Ok(MsgFunction::UcodeLibosPrint) {
                 break msg;
             }
@@ -202,15 +202,15 @@ pub mod tests {
             attach_and_boot(iv, None)?;
             let (gsp, bell) = iv.gsp()?;
             // Nothing is pending after bring-up.
-            let idle = gsp.cmdq.receive_msg(Delta::from_millis(100)).err();
+            let idle = gsp.cmdq.receive_any(Delta::from_millis(100)).err();
             // The GSP logs after every `LOG_EVERY`th command; bring-up sent three.
             let mut found = Echoes::default();
             for _ in 3..LOG_EVERY {
                 echo(gsp, &bell, b"ping", &mut found)?;
             }
             // The line follows the reply to the command that made it, unasked.
-            let line = gsp.cmdq.receive_msg(REPLY_TIMEOUT)?;
-            let after = gsp.cmdq.receive_msg(Delta::from_millis(100)).err();
+            let line = gsp.cmdq.receive_any(REPLY_TIMEOUT)?;
+            let after = gsp.cmdq.receive_any(Delta::from_millis(100)).err();
             Ok((idle, found.events, line, after))
         })?;
         assert_eq!(idle, Some(ETIMEDOUT));
@@ -228,8 +228,8 @@ pub mod tests {
             let (gsp, bell) = iv.gsp()?;
             // One byte more than an element holds: a head and one continuation record.
             let payload = Pair::pattern(fw::MAX_ELEMENT_PAYLOAD + 1, 3)?;
-            let seq = gsp.cmdq.send_command(&bell, &Echo(&payload))?;
-            let reply = gsp.cmdq.receive_msg(REPLY_TIMEOUT)?;
+            let seq = gsp.cmdq.post(&bell, &Echo(&payload))?;
+            let reply = gsp.cmdq.receive_any(REPLY_TIMEOUT)?;
             let equal = reply.function() == Ok(MsgFunction::VgspEcho)
                 && reply.sequence == seq
                 && reply.payload[..] == payload[..];

@@ -10,7 +10,7 @@ use kernel::prelude::*;
 pub mod tests {
     use kernel::prelude::*;
     use nova_core::gsp::{
-        cmdq::MessageFromGsp,
+        cmdq::read_payload,
         commands::{
             EchoHeader,
             GetGspStaticInfo,
@@ -36,6 +36,7 @@ pub mod tests {
     use zerocopy::IntoBytes;
 
     use crate::fixture::{
+        check,
         wire_payload,
         Pair,
         LONG, //
@@ -61,7 +62,7 @@ pub mod tests {
             .send_rpc(pair.bar.bar(), MsgFunction::SetRegistry, table, LONG)?;
         pair.gsp_run()?;
         loop {
-            let msg = pair.cmdq.receive_msg(LONG)?;
+            let msg = pair.cmdq.receive_any(LONG)?;
             match msg.function() {
                 Ok(MsgFunction::UcodeLibosPrint) => continue,
                 Ok(MsgFunction::GspInitDone) => return Ok(fw::NV_OK),
@@ -88,15 +89,15 @@ pub mod tests {
     fn bring_up_sequence_completes() -> Result {
         let mut pair = Pair::new()?;
         let info = GspSetSystemInfo::new(&vgsp::PCI_FUNCTION);
-        pair.cmdq.send_command(pair.bar.bar(), &info)?;
+        pair.cmdq.post(pair.bar.bar(), &info)?;
         pair.cmdq
-            .send_command(pair.bar.bar(), &SetRegistry::new(BOOT_REGISTRY)?)?;
+            .post(pair.bar.bar(), &SetRegistry::new(BOOT_REGISTRY)?)?;
         pair.gsp_run()?;
         assert_eq!(pair.gsp.system_info(), Some(&info));
         assert_eq!(pair.gsp.registry_entries(), Some(3));
         let mut lines = 0;
         loop {
-            let msg = pair.cmdq.receive_msg(LONG)?;
+            let msg = pair.cmdq.receive_any(LONG)?;
             if msg.function() == Ok(MsgFunction::UcodeLibosPrint) {
                 lines += 1;
                 continue;
@@ -105,10 +106,9 @@ pub mod tests {
             break;
         }
         assert_eq!(lines, 3);
-        pair.cmdq
-            .send_command(pair.bar.bar(), &GetGspStaticInfo::new())?;
+        pair.cmdq.post(pair.bar.bar(), &GetGspStaticInfo::new())?;
         pair.gsp_run()?;
-        let static_info: GspStaticConfigInfo = pair.cmdq.wait_for_msg(LONG)?;
+        let static_info: GspStaticConfigInfo = pair.cmdq.receive_msg(LONG)?;
         assert_eq!(static_info.gpu_name(), vgsp::GPU_NAME);
         assert_eq!(static_info.fb_length, vgsp::FB_LENGTH);
         let mut usable = static_info.usable_fb_regions();
@@ -162,7 +162,7 @@ pub mod tests {
             .cmdq
             .send_rpc(pair.bar.bar(), MsgFunction::GspSetSystemInfo, &raw, LONG)?;
         pair.gsp_run()?;
-        let reply = pair.cmdq.receive_msg(LONG)?;
+        let reply = pair.cmdq.receive_any(LONG)?;
         assert_eq!(
             (reply.function(), reply.sequence),
             (Ok(MsgFunction::GspSetSystemInfo), seq)
@@ -184,7 +184,7 @@ pub mod tests {
         put(&mut raw, 0x4c8, &(3u64 << 30).to_le_bytes());
         put(&mut raw, 0x4ec, b"NVIDIA Test GPU\0");
         put(&mut raw, 0x618, &0x1234u32.to_le_bytes());
-        let info = GspStaticConfigInfo::decode(&raw)?;
+        let info = read_payload::<GspStaticConfigInfo>(&raw)?;
         assert_eq!(info.gpu_name(), "NVIDIA Test GPU");
         assert_eq!(info.fb_length, 3 << 30);
         assert_eq!(info.vbios_sub_device, 0x1234);
@@ -198,18 +198,16 @@ pub mod tests {
     fn driver_refuses_static_info_of_the_wrong_size() -> Result {
         // The size of the made-up structure this driver used to expect.
         let raw = zeroes(88)?;
-        assert_eq!(GspStaticConfigInfo::decode(&raw).err(), Some(EIO));
+        assert_eq!(read_payload::<GspStaticConfigInfo>(&raw).err(), Some(EIO));
         Ok(())
     }
 
     #[test]
     fn gsp_answers_static_info_in_the_size_of_the_request() -> Result {
         let mut pair = Pair::new()?;
-        let seq = pair
-            .cmdq
-            .send_command(pair.bar.bar(), &GetGspStaticInfo::new())?;
+        let seq = pair.cmdq.post(pair.bar.bar(), &GetGspStaticInfo::new())?;
         pair.gsp_run()?;
-        let reply = pair.cmdq.receive_msg(LONG)?;
+        let reply = pair.cmdq.receive_any(LONG)?;
         assert_eq!(
             (reply.function(), reply.sequence),
             (Ok(MsgFunction::GetGspStaticInfo), seq)
@@ -343,8 +341,8 @@ pub mod tests {
     /// Runs the GSP and returns the `rpc_result` of its answer to the echo just posted.
     fn echo_answer(pair: &mut Pair) -> Result<u32> {
         pair.gsp_run()?;
-        let reply = pair.cmdq.receive_msg(LONG)?;
-        assert_eq!(reply.function(), Ok(MsgFunction::VgspEcho));
+        let reply = pair.cmdq.receive_any(LONG)?;
+        check!(reply.function() == Ok(MsgFunction::VgspEcho))?;
         Ok(reply.rpc_result)
     }
 
@@ -403,7 +401,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         post_raw_command(&pair, 0x0777, 5, b"?")?;
         pair.gsp_run()?;
-        let reply = pair.cmdq.receive_msg(LONG)?;
+        let reply = pair.cmdq.receive_any(LONG)?;
         assert_eq!((reply.function, reply.sequence), (0x0777, 5));
         assert_eq!(reply.function(), Err(EINVAL));
         assert_eq!(reply.rpc_result, fw::NV_ERR_NOT_SUPPORTED);
@@ -415,9 +413,9 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let seq = pair
             .cmdq
-            .send_command(pair.bar.bar(), &UnloadingGuestDriver::default())?;
+            .post(pair.bar.bar(), &UnloadingGuestDriver::default())?;
         pair.gsp_run()?;
-        let reply = pair.cmdq.receive_msg(LONG)?;
+        let reply = pair.cmdq.receive_any(LONG)?;
         assert_eq!(
             (reply.function(), reply.sequence, reply.rpc_result),
             (Ok(MsgFunction::UnloadingGuestDriver), seq, fw::NV_OK)
@@ -457,7 +455,7 @@ pub mod tests {
         view.write32(CPUQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 1)?;
         assert_eq!(pair.gsp_run()?, vgsp::Progress::Idle);
         assert_eq!(pair.gsp.stats.malformed, 1);
-        let reply = pair.cmdq.receive_msg(LONG)?;
+        let reply = pair.cmdq.receive_any(LONG)?;
         assert_eq!(
             (reply.function(), reply.sequence),
             (Ok(MsgFunction::Nop), 77)
@@ -472,7 +470,7 @@ pub mod tests {
         pair.cmdq
             .send_rpc(pair.bar.bar(), MsgFunction::SetRegistry, &[1, 2, 3], LONG)?;
         pair.gsp_run()?;
-        let reply = pair.cmdq.receive_msg(LONG)?;
+        let reply = pair.cmdq.receive_any(LONG)?;
         assert_eq!(reply.rpc_result, fw::NV_ERR_INVALID_ARGUMENT);
         assert_eq!(pair.gsp.registry_entries(), None);
         Ok(())
@@ -480,9 +478,9 @@ pub mod tests {
 
     #[test]
     fn init_done_and_log_decode() -> Result {
-        let done = GspInitDone::decode(&[0, 0, 0, 0])?;
+        let done = read_payload::<GspInitDone>(&[0, 0, 0, 0])?;
         assert_eq!(done.status, 0);
-        let line = LibosPrint::decode(b"hi")?;
+        let line = read_payload::<LibosPrint>(b"hi")?;
         assert!(line.line[..] == b"hi"[..]);
         Ok(())
     }

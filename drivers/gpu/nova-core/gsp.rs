@@ -23,7 +23,8 @@ use crate::gsp::{
         Cmdq,
         CommandToGsp,
         GspMessage,
-        MessageFromGsp, //
+        MessageFromGsp,
+        NoReply, //
     },
     commands::{
         GetGspStaticInfo,
@@ -69,14 +70,42 @@ impl Gsp {
         })
     }
 
-    fn send<C: CommandToGsp>(&mut self, bar: &impl Doorbell, cmd: &C) -> Result<u32> {
-        let seq = self.cmdq.send_command(bar, cmd)?;
+    /// Sends `command` and waits for its reply, printing the log events that arrive
+    /// meanwhile; the whole wait ends within [`Cmdq::RECEIVE_TIMEOUT`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Cmdq::post`] and [`Gsp::wait_for`].
+    pub fn send_command<M>(&mut self, bar: &impl Doorbell, command: M) -> Result<M::Reply>
+    where
+        M: CommandToGsp,
+        M::Reply: MessageFromGsp,
+    {
+        self.post(bar, &command)?;
+        self.wait_for(Cmdq::RECEIVE_TIMEOUT)
+    }
+
+    /// Sends `command`, which the GSP does not answer.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cmdq::post`].
+    pub fn send_command_no_wait<M>(&mut self, bar: &impl Doorbell, command: M) -> Result
+    where
+        M: CommandToGsp<Reply = NoReply>,
+    {
+        self.post(bar, &command).map(|_| ())
+    }
+
+    /// Posts `command` and logs it.
+    fn post<M: CommandToGsp>(&mut self, bar: &impl Doorbell, command: &M) -> Result<u32> {
+        let seq = self.cmdq.post(bar, command)?;
         pr_info!(
             "gsp: -> {} ({}) sequence={} len={}\n",
-            C::FUNCTION.name(),
-            u32::from(C::FUNCTION),
+            M::FUNCTION.name(),
+            u32::from(M::FUNCTION),
             seq,
-            cmd.size()
+            command.size()
         );
         Ok(seq)
     }
@@ -88,12 +117,12 @@ impl Gsp {
     /// # Errors
     ///
     /// - `ETIMEDOUT` if no other message arrives within `timeout`.
-    /// - Any other error of [`Cmdq::wait_for_msg`].
+    /// - Any other error of [`Cmdq::receive_msg`].
     pub fn wait_for<M: MessageFromGsp>(&mut self, timeout: Delta) -> Result<M> {
         let log_lines = &mut self.log_lines;
         let msg = self
             .cmdq
-            .receive_msg_skipping(&mut Budget::new(timeout), |msg| {
+            .receive_any_skipping(&mut Budget::new(timeout), |msg| {
                 handle_event(log_lines, msg)
             })?;
         pr_info!(
@@ -106,7 +135,7 @@ impl Gsp {
             msg.elem_count,
             msg.rpc_result
         );
-        self.cmdq.decode_reply(&msg)
+        self.cmdq.read_msg(&msg)
     }
 
     /// Runs the bring-up sequence: system information (filled from `pci` by
@@ -118,14 +147,13 @@ impl Gsp {
     /// - `ETIMEDOUT` if the GSP does not answer within [`BOOT_TIMEOUT`].
     /// - `EIO` if `GSP_INIT_DONE` reports a failure, or any receive error.
     pub fn boot(&mut self, bar: &impl Doorbell, pci: &PciFunction) -> Result<GspStaticConfigInfo> {
-        self.send(bar, &GspSetSystemInfo::new(pci))?;
-        self.send(bar, &SetRegistry::new(BOOT_REGISTRY)?)?;
+        self.send_command_no_wait(bar, GspSetSystemInfo::new(pci))?;
+        self.send_command_no_wait(bar, SetRegistry::new(BOOT_REGISTRY)?)?;
         let done: GspInitDone = self.wait_for(BOOT_TIMEOUT)?;
         if done.status != crate::gsp::fw::NV_OK {
             return Err(EIO);
         }
-        self.send(bar, &GetGspStaticInfo::new())?;
-        let info: GspStaticConfigInfo = self.wait_for(BOOT_TIMEOUT)?;
+        let info = self.send_command(bar, GetGspStaticInfo::new())?;
         pr_info!(
             "gsp: GPU \"{}\", {} MiB of frame buffer in {} usable region(s)\n",
             info.gpu_name(),

@@ -17,6 +17,8 @@ pub mod gsp;
 #[cfg(any(not(CONFIG_RUST), CONFIG_VGSP_IVSHMEM))]
 pub mod ivshmem;
 pub mod mbarrier;
+// `pub` for its traits, which the virtual GSP uses; its `const fn`s are `pub(crate)`.
+pub mod num;
 
 /// Whether this build's barriers are all `Full`: the benchmark-only feature `all-full`,
 /// which makes the `kernel` shim emit the `Full` instruction for every `dma_mb`. The

@@ -13,6 +13,7 @@ use nova_core::{
         self,
         Mbarrier, //
     },
+    num::FromSafeCast, //
 };
 use vdev::DmaView;
 use zerocopy::FromBytes;
@@ -54,8 +55,8 @@ impl<'a> Vgsp<'a> {
         if self.windows.len() >= MAX_DMA_WINDOWS {
             return Err(ENOSPC);
         }
-        // CAST: a view's length fits in 64 bits.
-        bus.checked_add(view.len() as u64).ok_or(EINVAL)?;
+        bus.checked_add(u64::from_safe_cast(view.len()))
+            .ok_or(EINVAL)?;
         self.windows.push(DmaWindow { bus, view }, GFP_KERNEL)?;
         Ok(())
     }

@@ -25,6 +25,7 @@ use nova_core::gsp::fw::{
     MSGQ_READ_PTR_OFFSET,
     MSGQ_WRITE_PTR_OFFSET, //
 };
+use nova_core::num::FromSafeCast;
 use vdev::DmaView;
 use zerocopy::IntoBytes;
 
@@ -164,7 +165,7 @@ impl Vgsp<'_> {
     ///
     /// - `ENOSPC` if `bytes` does not fit in `slots`, or `gspq` lacks `slots` free slots.
     pub fn post_raw(&mut self, bytes: &[u8], slots: u32) -> Result {
-        if bytes.len() > slots as usize * GSP_PAGE_SIZE || !self.has_free(slots)? {
+        if bytes.len() > usize::from_safe_cast(slots) * GSP_PAGE_SIZE || !self.has_free(slots)? {
             return Err(ENOSPC);
         }
         let mem = self.mem;

@@ -23,10 +23,14 @@ mod paste;
 /// }
 /// ```
 ///
-/// Every `#[test]` function of the module stays a test of the host's `cargo test` and
-/// becomes a case of the static `KUNIT_SUITE: kernel::kunit::Suite` added to the module,
-/// which a KUnit executor runs and reports as KTAP. Cases return `()` or
-/// `kernel::error::Result`.
+/// Expanded as Linux 7.3's is: every `#[test]` function of the module is a case, which
+/// returns `()` or any `Result` (an `Err` fails it), and is listed whatever its
+/// `#[cfg]`s (configured out, it is reported skipped). From the first case to the end of
+/// the module, `assert!(condition)` and `assert_eq!(left, right)` are KUnit's, with no
+/// message; before it they are `core`'s. On the host the cases make the static
+/// `KUNIT_SUITE: kernel::kunit::Suite` of the module, which the host's KTAP runner runs,
+/// and each is a `cargo test` test too, `kunit_rust_wrapper_<case>`. The details are in
+/// the `kernel` crate's `kunit` module.
 #[proc_macro_attribute]
 pub fn kunit_tests(attr: TokenStream, item: TokenStream) -> TokenStream {
     kunit::kunit_tests(attr, item)

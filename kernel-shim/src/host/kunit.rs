@@ -3,12 +3,16 @@
 //! The host's KUnit executor: runs suites and prints KTAP version 1.
 //!
 //! The output has the shape the kernel's KUnit prints (4-space indented subtests, a
-//! `# Subtest:` line per suite, a diagnostic line per failure) so that
-//! `tools/testing/kunit/kunit.py parse` reads it.
+//! `# Subtest:` line per suite, a diagnostic line per failure, `# SKIP` after a case
+//! configured out) so that `tools/testing/kunit/kunit.py parse` reads it. The suites are
+//! the `KUNIT_SUITE` statics that `#[kunit_tests]` declares ([`crate::kunit`]).
 
 use std::{cell::RefCell, format, io::Write, panic, string::String, vec::Vec};
 
-use crate::kunit::Suite;
+use crate::kunit::{
+    Status,
+    Suite, //
+};
 
 std::thread_local! {
     static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
@@ -21,19 +25,18 @@ pub struct Totals {
     pub passed: usize,
     /// Cases that failed.
     pub failed: usize,
+    /// Cases configured out.
+    pub skipped: usize,
 }
 
-/// Runs one case, catching a failed assertion; returns the diagnostic on failure.
-fn run_case(run: fn() -> crate::error::Result) -> Option<String> {
-    match panic::catch_unwind(run) {
-        Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(format!("returned {e:?}")),
-        Err(_) => Some(
-            LAST_PANIC
-                .with(|p| p.borrow_mut().take())
-                .unwrap_or_else(|| String::from("panicked")),
-        ),
-    }
+/// Runs one case, catching a failed assertion (an `Err` from the case is one); returns
+/// the diagnostic on failure.
+fn run_case(run: fn() -> Status) -> Result<Status, String> {
+    panic::catch_unwind(run).map_err(|_| {
+        LAST_PANIC
+            .with(|p| p.borrow_mut().take())
+            .unwrap_or_else(|| String::from("panicked"))
+    })
 }
 
 /// Runs `suites` in order and writes their results to `out` as KTAP version 1.
@@ -66,16 +69,24 @@ pub fn run(suites: &[&Suite], out: &mut dyn Write) -> std::io::Result<Totals> {
             writeln!(out, "    KTAP version 1")?;
             writeln!(out, "    # Subtest: {}", suite.name)?;
             writeln!(out, "    1..{}", suite.cases.len())?;
-            let mut suite_ok = true;
+            // As KUnit's: failed if a case failed, else passed if a case passed, else
+            // skipped.
+            let mut failed = false;
+            let mut passed = false;
             for (j, case) in suite.cases.iter().enumerate() {
                 match run_case(case.run) {
-                    None => {
+                    Ok(Status::Success) => {
                         totals.passed += 1;
+                        passed = true;
                         writeln!(out, "    ok {} {}", j + 1, case.name)?;
                     }
-                    Some(diag) => {
+                    Ok(Status::Skipped) => {
+                        totals.skipped += 1;
+                        writeln!(out, "    ok {} {} # SKIP", j + 1, case.name)?;
+                    }
+                    Err(diag) => {
                         totals.failed += 1;
-                        suite_ok = false;
+                        failed = true;
                         let lines: Vec<&str> = diag.lines().collect();
                         for line in lines {
                             writeln!(out, "    # {}: {}", case.name, line)?;
@@ -85,44 +96,15 @@ pub fn run(suites: &[&Suite], out: &mut dyn Write) -> std::io::Result<Totals> {
                 }
                 out.flush()?;
             }
-            let verdict = if suite_ok { "ok" } else { "not ok" };
-            writeln!(out, "{verdict} {} {}", i + 1, suite.name)?;
+            match (failed, passed) {
+                (true, _) => writeln!(out, "not ok {} {}", i + 1, suite.name)?,
+                (false, true) => writeln!(out, "ok {} {}", i + 1, suite.name)?,
+                (false, false) => writeln!(out, "ok {} {} # SKIP", i + 1, suite.name)?,
+            }
         }
         out.flush()
     })();
 
     panic::set_hook(previous);
     result.map(|()| totals)
-}
-
-/// Declares the suite of a `#[kunit_tests]` module: the `KUNIT_SUITE` static the host's
-/// KTAP runner ([`crate::host::kunit::run`]) executes.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __kunit_suite {
-    ($suite:ident, [$($case:ident),* $(,)?]) => {
-        $crate::__kunit_suite_static!($suite, [$($case),*]);
-    };
-}
-
-/// `assert!` in a `#[kunit_tests]` module: on the host, the standard one (the runner
-/// reports the panic as the case's failure).
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __kunit_assert {
-    ($($arg:tt)*) => { ::core::assert!($($arg)*) };
-}
-
-/// `assert_eq!` in a `#[kunit_tests]` module: on the host, the standard one.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __kunit_assert_eq {
-    ($($arg:tt)*) => { ::core::assert_eq!($($arg)*) };
-}
-
-/// `assert_ne!` in a `#[kunit_tests]` module: on the host, the standard one.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __kunit_assert_ne {
-    ($($arg:tt)*) => { ::core::assert_ne!($($arg)*) };
 }

@@ -37,11 +37,11 @@ fn turns(len: usize, count: usize, echo: bool) -> Result {
     };
     for _ in 0..count {
         match echo {
-            true => pair.cmdq.send_command(pair.bar.bar(), &Echo(&payload))?,
-            false => pair.cmdq.send_command(pair.bar.bar(), &Sink(&payload))?,
+            true => pair.cmdq.post(pair.bar.bar(), &Echo(&payload))?,
+            false => pair.cmdq.post(pair.bar.bar(), &Sink(&payload))?,
         };
         pair.gsp_run()?;
-        let reply = pair.cmdq.receive_msg(Delta::ZERO)?;
+        let reply = pair.cmdq.receive_any(Delta::ZERO)?;
         if reply.function() != Ok(func) || reply.payload.len() != if echo { len } else { 0 } {
             return Err(EIO);
         }

@@ -231,8 +231,8 @@ fn with_pair<R: Send>(
 /// - `EIO` if the reply is not the echo of this command.
 /// - Any error of the send or the receive.
 fn echo(cmdq: &mut Cmdq, bar: &Bar0<'_>) -> Result {
-    let seq = cmdq.send_command(bar, &Echo(&ECHO_PAYLOAD))?;
-    let reply = cmdq.receive_msg(REPLY_TIMEOUT)?;
+    let seq = cmdq.post(bar, &Echo(&ECHO_PAYLOAD))?;
+    let reply = cmdq.receive_any(REPLY_TIMEOUT)?;
     if reply.function() != Ok(MsgFunction::VgspEcho)
         || reply.sequence != seq
         || reply.rpc_result != fw::NV_OK
@@ -303,7 +303,7 @@ pub fn rpc_shape(len: usize) -> (usize, u32) {
 /// - `EIO` if the message is not a successful reply to such a command.
 /// - Any error of the receive other than `ETIMEDOUT`.
 fn sink_reply(cmdq: &mut Cmdq, timeout: Delta) -> Result<bool> {
-    match cmdq.receive_msg(timeout) {
+    match cmdq.receive_any(timeout) {
         Ok(msg) if msg.function() == Ok(SINK_FUNCTION) && msg.rpc_result == fw::NV_OK => Ok(true),
         Ok(_) => Err(EIO),
         Err(e) if e == ETIMEDOUT => Ok(false),
@@ -322,7 +322,7 @@ pub fn command_stream(cfg: &Config, bar: &SimBar<BAR0_SIZE>, len: usize) -> Resu
         let mut payload = std::vec![0u8; len];
         fill_pattern(&mut payload, 4);
         let send_and_drain = |cmdq: &mut Cmdq, sent: &mut usize, received: &mut usize| {
-            cmdq.send_command(bar, &Sink(&payload))?;
+            cmdq.post(bar, &Sink(&payload))?;
             *sent += 1;
             while sink_reply(cmdq, Delta::ZERO)? {
                 *received += 1;

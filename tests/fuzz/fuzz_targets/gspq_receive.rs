@@ -64,7 +64,7 @@ fn run(cmdq: &mut Cmdq, last_start: &mut usize, last_len: &mut usize, data: &[u8
     cmdq.resume_reading_at(rptr).unwrap();
     for _ in 0..8 {
         let before = cmdq.cpu_ptrs().1;
-        match cmdq.receive_msg(Delta::ZERO) {
+        match cmdq.receive_any(Delta::ZERO) {
             Ok(msg) => {
                 assert!(msg.payload.len() <= MAX_RPC_PAYLOAD);
                 assert!(msg.elem_count >= 1);

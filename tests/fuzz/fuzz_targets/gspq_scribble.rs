@@ -128,7 +128,7 @@ fn run(cmdq: &mut Cmdq, data: &[u8]) {
     s.posted.notify_one();
     for _ in 0..64 {
         let before = cmdq.cpu_ptrs().1;
-        match cmdq.receive_msg(Delta::from_micros(20)) {
+        match cmdq.receive_any(Delta::from_micros(20)) {
             Ok(msg) => assert!(msg.payload.len() <= MAX_RPC_PAYLOAD),
             Err(_) => assert!(cmdq.last_fault().is_some()),
         }

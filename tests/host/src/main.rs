@@ -49,8 +49,8 @@ fn bring_up() -> Result {
 
         for len in [8usize, 4096, 200 * 1024] {
             let payload: std::vec::Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
-            let seq = gsp.cmdq.send_command(bar, &Echo(&payload))?;
-            let reply = gsp.cmdq.receive_msg(Delta::from_secs(5))?;
+            let seq = gsp.cmdq.post(bar, &Echo(&payload))?;
+            let reply = gsp.cmdq.receive_any(Delta::from_secs(5))?;
             let ok = reply.sequence == seq && reply.payload[..] == payload[..];
             pr_info!(
                 "gsp: -> VGSP_ECHO sequence={} len={} elements={}; <- seq={} len={} slots={} result={} {}\n",
@@ -68,9 +68,8 @@ fn bring_up() -> Result {
             }
         }
 
-        gsp.cmdq
-            .send_command(bar, &UnloadingGuestDriver::default())?;
-        let reply = gsp.cmdq.receive_msg(Delta::from_secs(5))?;
+        gsp.cmdq.post(bar, &UnloadingGuestDriver::default())?;
+        let reply = gsp.cmdq.receive_any(Delta::from_secs(5))?;
         if reply.function() != Ok(MsgFunction::UnloadingGuestDriver)
             || reply.rpc_result != fw::NV_OK
         {
@@ -139,11 +138,12 @@ fn suite_names(kernel: bool) -> impl Iterator<Item = &'static str> {
     } else {
         &[]
     };
-    vgsp_kunit::SUITES
+    let everywhere = vgsp_kunit::SUITES
         .iter()
         .map(|suite| suite.name)
-        .filter(move |name| !kernel || !vgsp_kunit::HOST_ONLY_SUITES.contains(name))
-        .chain(kernel_only.iter().copied())
+        .filter(move |name| !kernel || !vgsp_kunit::HOST_ONLY_SUITES.contains(name));
+    // Not `.chain()`: the prelude's `Init` has a `chain` too, as in 7.3.
+    Iterator::chain(everywhere, kernel_only.iter().copied())
 }
 
 fn main() -> ExitCode {

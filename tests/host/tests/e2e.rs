@@ -73,16 +73,13 @@ fn hundred_thousand_mixed_commands_round_trip_in_order() {
         for i in 0..count {
             let len = rng.size();
             rng.fill(&mut payload[..len]);
-            let seq = gsp
-                .cmdq
-                .send_command(bar, &Echo(&payload[..len]))
-                .expect("send");
+            let seq = gsp.cmdq.post(bar, &Echo(&payload[..len])).expect("send");
             assert_eq!(seq as u64, i, "RPC sequence numbers are consecutive");
             // The command carries the echo's 8-byte header too.
             elements_sent += fw::element_count_for_rpc(Echo(&payload[..len]).size()) as u64;
             sizes[fw::element_count_for_rpc(len).min(3) - 1] += 1;
             loop {
-                let msg = gsp.cmdq.receive_msg(Delta::from_secs(5)).expect("receive");
+                let msg = gsp.cmdq.receive_any(Delta::from_secs(5)).expect("receive");
                 slots += msg.elem_count as u64;
                 if msg.function() == Ok(MsgFunction::UcodeLibosPrint) {
                     events += 1;
@@ -103,7 +100,7 @@ fn hundred_thousand_mixed_commands_round_trip_in_order() {
         while events < count / LOG_EVERY {
             let msg = gsp
                 .cmdq
-                .receive_msg(Delta::from_secs(5))
+                .receive_any(Delta::from_secs(5))
                 .expect("final event");
             assert_eq!(msg.function(), Ok(MsgFunction::UcodeLibosPrint));
             events += 1;

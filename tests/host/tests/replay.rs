@@ -27,9 +27,7 @@ fn recorded() -> Vec<u8> {
     pair.gsp.log(b"first").unwrap();
     pair.gsp.log(b"second").unwrap();
     let payload = Pair::pattern(100 << 10, 9).unwrap();
-    pair.cmdq
-        .send_command(pair.bar.bar(), &Echo(&payload))
-        .unwrap();
+    pair.cmdq.post(pair.bar.bar(), &Echo(&payload)).unwrap();
     pair.gsp_run().unwrap();
     pair.gsp.log(b"third").unwrap();
     pair.gsp_run().unwrap();
@@ -128,7 +126,7 @@ fn the_driver_reads_the_same_region() -> Result {
     let mut pair = Pair::new()?;
     pair.gsp.log(b"x")?;
     pair.gsp_run()?;
-    let msg = pair.cmdq.receive_msg(LONG)?;
+    let msg = pair.cmdq.receive_any(LONG)?;
     assert_eq!(msg.payload[..], *b"x");
     Ok(())
 }
@@ -155,11 +153,9 @@ fn write_fuzz_seeds() {
     let dir = root.join("cpuq_parse");
     std::fs::create_dir_all(&dir).unwrap();
     let mut pair = Pair::new().unwrap();
-    pair.cmdq
-        .send_command(pair.bar.bar(), &Echo(b"fuzz me"))
-        .unwrap();
+    pair.cmdq.post(pair.bar.bar(), &Echo(b"fuzz me")).unwrap();
     let info = nova_core::gsp::commands::GspSetSystemInfo::new(&vgsp::PCI_FUNCTION);
-    pair.cmdq.send_command(pair.bar.bar(), &info).unwrap();
+    pair.cmdq.post(pair.bar.bar(), &info).unwrap();
     let mut cpuq = vec![0u8; 3 * 0x1000];
     pair.view()
         .read_bytes(nova_core::gsp::fw::CPUQ_OFFSET + 0x1000, &mut cpuq)

@@ -484,7 +484,7 @@ fn echoes(iv: &mut IvshmemGsp<'_>, count: usize) -> usize {
         }
         let payload = &pattern[sent % 1000..sent % 1000 + len];
         let (wptr, _) = gsp.cmdq.cpu_ptrs();
-        let seq = gsp.cmdq.send_command(&bell, &Echo(payload)).unwrap();
+        let seq = gsp.cmdq.post(&bell, &Echo(payload)).unwrap();
         // The command took the slots its length needs; they all fit, as the ring is empty
         // before each echo.
         assert_eq!(
@@ -493,7 +493,7 @@ fn echoes(iv: &mut IvshmemGsp<'_>, count: usize) -> usize {
             "echo {sent} of {len} bytes"
         );
         let reply = loop {
-            let msg = gsp.cmdq.receive_msg(REPLY_TIMEOUT).unwrap();
+            let msg = gsp.cmdq.receive_any(REPLY_TIMEOUT).unwrap();
             if msg.function() != Ok(MsgFunction::UcodeLibosPrint) {
                 break msg;
             }
@@ -539,9 +539,9 @@ fn a_continuation_pair_goes_each_way() {
     let payload: Vec<u8> = (0..=fw::MAX_ELEMENT_PAYLOAD).map(|i| i as u8).collect();
     let pair = fw::MAX_ELEMENT_PAGES + 1;
     let (wptr, rptr) = gsp.cmdq.cpu_ptrs();
-    let seq = gsp.cmdq.send_command(&bell, &Echo(&payload)).unwrap();
+    let seq = gsp.cmdq.post(&bell, &Echo(&payload)).unwrap();
     assert_eq!(moved(wptr, gsp.cmdq.cpu_ptrs().0), pair);
-    let reply = gsp.cmdq.receive_msg(REPLY_TIMEOUT).unwrap();
+    let reply = gsp.cmdq.receive_any(REPLY_TIMEOUT).unwrap();
     assert_eq!(
         (reply.function(), reply.sequence, reply.rpc_result),
         (Ok(MsgFunction::VgspEcho), seq, fw::NV_OK)
@@ -587,12 +587,12 @@ fn the_gsp_interrupts_once_per_reply() {
     let start = rig.irq.settle(quiet);
     for i in 0..ROUND_TRIPS {
         let seen = rig.irq.count();
-        let seq = gsp.cmdq.send_command(&bell, &Echo(b"ring me")).unwrap();
+        let seq = gsp.cmdq.post(&bell, &Echo(b"ring me")).unwrap();
         rig.irq.wait(seen, REPLY_TIMEOUT);
         assert_eq!(rig.irq.count(), seen + 1, "round trip {i}");
         // The GSP rings after its write-pointer store: the reply is there already, for a
         // receive that looks once and does not wait.
-        let reply = gsp.cmdq.receive_msg(Delta::ZERO).unwrap();
+        let reply = gsp.cmdq.receive_any(Delta::ZERO).unwrap();
         assert_eq!(
             (reply.function(), reply.sequence),
             (Ok(MsgFunction::VgspEcho), seq)
@@ -618,8 +618,8 @@ fn a_killed_gsp_times_out_and_a_new_one_takes_over() {
     iv.attach(None, ATTACH_TIMEOUT).unwrap();
     let (gsp, bell) = iv.gsp().unwrap();
     let start = StdInstant::now();
-    gsp.cmdq.send_command(&bell, &Echo(b"anyone?")).unwrap();
-    let err = gsp.cmdq.receive_msg(Delta::from_millis(500)).unwrap_err();
+    gsp.cmdq.post(&bell, &Echo(b"anyone?")).unwrap();
+    let err = gsp.cmdq.receive_any(Delta::from_millis(500)).unwrap_err();
     assert_eq!(err, ETIMEDOUT);
     assert_eq!(gsp.cmdq.last_fault(), Some("nothing published in time"));
     assert!(start.elapsed() < Duration::from_secs(2));

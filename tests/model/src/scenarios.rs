@@ -229,7 +229,7 @@ fn receive_reply(cmdq: &mut Cmdq, seq: u32, expected: &[u8]) -> usize {
     let mut events = 0;
     loop {
         let msg = cmdq
-            .receive_msg(Delta::from_secs(10))
+            .receive_any(Delta::from_secs(10))
             .expect("driver receive");
         if msg.function() == Ok(MsgFunction::UcodeLibosPrint) {
             events += 1;
@@ -450,9 +450,7 @@ fn explore(sc: &Scenario, violation: &Arc<Mutex<Option<contract::Violation>>>) -
 
             for (i, &len) in sc.warmup.iter().enumerate() {
                 let p = payload(len, i);
-                let seq = cmdq
-                    .send_command(bar.io(), &Echo(&p))
-                    .expect("warm-up send");
+                let seq = cmdq.post(bar.io(), &Echo(&p)).expect("warm-up send");
                 model::set_agent(Agent::Gsp);
                 gsp.run_until_idle().expect("warm-up gsp");
                 model::set_agent(Agent::Driver);
@@ -467,9 +465,7 @@ fn explore(sc: &Scenario, violation: &Arc<Mutex<Option<contract::Violation>>>) -
             let mut backlog = Vec::new();
             for (i, &len) in sc.backlog.iter().enumerate() {
                 let p = payload(len, 1000 + i);
-                let seq = cmdq
-                    .send_command(bar.io(), &Echo(&p))
-                    .expect("backlog send");
+                let seq = cmdq.post(bar.io(), &Echo(&p)).expect("backlog send");
                 backlog.push((seq, p));
             }
             let warm = gsp.stats.commands;
@@ -511,12 +507,7 @@ fn explore(sc: &Scenario, violation: &Arc<Mutex<Option<contract::Violation>>>) -
             if sc.pipelined {
                 let sent: Vec<(u32, Vec<u8>)> = payloads
                     .iter()
-                    .map(|p| {
-                        (
-                            cmdq.send_command(bar.io(), &Echo(p)).expect("send"),
-                            p.clone(),
-                        )
-                    })
+                    .map(|p| (cmdq.post(bar.io(), &Echo(p)).expect("send"), p.clone()))
                     .collect();
                 let answered = (expected - warm) as usize;
                 for (seq, p) in backlog.iter().chain(&sent).take(answered) {
@@ -524,14 +515,14 @@ fn explore(sc: &Scenario, violation: &Arc<Mutex<Option<contract::Violation>>>) -
                 }
             } else {
                 for p in &payloads {
-                    let seq = cmdq.send_command(bar.io(), &Echo(p)).expect("send");
+                    let seq = cmdq.post(bar.io(), &Echo(p)).expect("send");
                     events += receive_reply(&mut cmdq, seq, p);
                 }
             }
             if !sc.gsp_backlog.is_empty() {
                 // Free exactly the slots the GSP's new lines need.
                 for _ in sc.early_events {
-                    let msg = cmdq.receive_msg(Delta::from_secs(10)).expect("event");
+                    let msg = cmdq.receive_any(Delta::from_secs(10)).expect("event");
                     assert_eq!(msg.function(), Ok(MsgFunction::UcodeLibosPrint));
                 }
             }
@@ -540,7 +531,7 @@ fn explore(sc: &Scenario, violation: &Arc<Mutex<Option<contract::Violation>>>) -
                 // The last log line may trail the last reply.
                 let want = stats.events as usize;
                 while events < want {
-                    let msg = cmdq.receive_msg(Delta::from_secs(10)).expect("event");
+                    let msg = cmdq.receive_any(Delta::from_secs(10)).expect("event");
                     assert_eq!(msg.function(), Ok(MsgFunction::UcodeLibosPrint));
                     events += 1;
                 }

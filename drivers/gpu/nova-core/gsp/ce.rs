@@ -51,6 +51,7 @@ use crate::{
         Mbarrier,
         MAX_COUNT, //
     },
+    num::FromSafeCast, //
 };
 
 /// How often the driver looks at the barrier while it waits.
@@ -140,8 +141,7 @@ impl CopyArena {
 
     /// Returns the bus address of data offset `offset`.
     pub fn bus_addr(&self, offset: usize) -> u64 {
-        // CAST: offsets inside an allocation fit in 64 bits.
-        self.mem.dma_address() + (Self::DATA + offset) as u64
+        self.mem.dma_address() + u64::from_safe_cast(Self::DATA + offset)
     }
 
     /// Returns the size of the data area.
@@ -193,7 +193,7 @@ impl CopyArena {
     ///
     /// - `EINVAL` if `len` or `chunk` is zero or too large, a range leaves the data
     ///   area, or the barrier refuses the arrival (a copy still in flight).
-    /// - Any error of [`Cmdq::send_command`].
+    /// - Any error of [`Cmdq::post`].
     pub fn start_copy(
         &self,
         cmdq: &mut Cmdq,
@@ -204,14 +204,13 @@ impl CopyArena {
         chunk: u32,
     ) -> Result<CopyInFlight> {
         let fits = |off: usize| {
-            off.checked_add(len as usize)
+            off.checked_add(usize::from_safe_cast(len))
                 .is_some_and(|end| end <= self.data_len())
         };
-        // CAST: `u32` fits `usize` on every supported architecture.
         if len == 0
             || len > MAX_COUNT
             || chunk == 0
-            || chunk as usize > fw::GSP_MSG_QUEUE_ELEMENT_SIZE_MAX
+            || usize::from_safe_cast(chunk) > fw::GSP_MSG_QUEUE_ELEMENT_SIZE_MAX
             || !fits(src)
             || !fits(dst)
         {
@@ -220,9 +219,8 @@ impl CopyArena {
         let barrier = self.barrier()?;
         let parity = barrier.snapshot().parity;
         barrier.arrive_expect_tx(len)?;
-        // CAST: offsets inside an allocation fit in 64 bits.
-        let barrier_addr = self.mem.dma_address() + Self::BARRIER as u64;
-        let sequence = cmdq.send_command(
+        let barrier_addr = self.mem.dma_address() + u64::from_safe_cast(Self::BARRIER);
+        let sequence = cmdq.post(
             bar,
             &CeCopy {
                 src: self.bus_addr(src),
@@ -244,11 +242,11 @@ impl CopyArena {
     /// - `ETIMEDOUT` if the acknowledgement and the last byte do not both come within
     ///   `timeout`, which covers the whole wait, however many other messages arrive
     ///   meanwhile (they are dropped).
-    /// - Any error of [`Cmdq::receive_msg`].
+    /// - Any error of [`Cmdq::receive_any`].
     pub fn finish_copy(&self, cmdq: &mut Cmdq, copy: CopyInFlight, timeout: Delta) -> Result {
         let barrier = self.barrier()?;
         let mut budget = Budget::new(timeout);
-        let ack = cmdq.receive_msg_skipping(&mut budget, |msg| {
+        let ack = cmdq.receive_any_skipping(&mut budget, |msg| {
             msg.function() != Ok(MsgFunction::VgspCeCopy) || msg.sequence != copy.sequence
         })?;
         if ack.rpc_result != fw::NV_OK {

@@ -71,7 +71,7 @@
 //! | element sequence number not after the previous one | `EIO` | consumed |
 //! | continuation record without a head; head followed by something else, by another RPC's continuation, or by more bytes than announced | `EIO` | consumed |
 //! | a head whose continuation never comes | `ETIMEDOUT` | head consumed |
-//! | function not the one waited for ([`Cmdq::wait_for_msg`]) | `ERANGE` / `EINVAL` if unknown | consumed |
+//! | function not the one waited for ([`Cmdq::receive_msg`]) | `ERANGE` / `EINVAL` if unknown | consumed |
 //! | non-zero `rpc_result` in a reply | `EINVAL` | consumed |
 //!
 //! Elements are copied out of the ring once and checked on the copy, so bytes the GSP
@@ -116,6 +116,7 @@ use kernel::{
     },
 };
 use zerocopy::{
+    FromBytes,
     Immutable,
     IntoBytes, //
 };
@@ -154,7 +155,7 @@ pub const NAP: Delta = Delta::from_micros(50);
 ///
 /// One budget covers a whole wait, however many messages it receives on the way: a
 /// caller that skips events (log lines, say) until its reply arrives keeps passing the
-/// same budget ([`Cmdq::receive_msg_within`]), so no stream of events can hold it
+/// same budget ([`Cmdq::receive_any_within`]), so no stream of events can hold it
 /// beyond its timeout.
 pub(crate) struct Budget {
     timeout: Delta,
@@ -415,21 +416,29 @@ impl GspMessage {
     }
 }
 
+/// The [`CommandToGsp::Reply`] of a command the GSP does not answer: such a command is
+/// sent with [`Cmdq::send_command_no_wait`].
+pub struct NoReply;
+
 /// A command the driver sends to the GSP: a fixed part ([`CommandToGsp::Command`]), then a
-/// variable-length payload.
+/// variable-length payload, and the message the GSP answers it with
+/// ([`CommandToGsp::Reply`]).
 ///
 /// Upstream's shape, with two deliberate differences: [`CommandToGsp::init`] returns the
-/// fixed part by value rather than a pin-init `Init` that writes it in place (the shim has
-/// no pin-init, and the largest fixed part, the static configuration, is 0x678 bytes), and
-/// the variable payload is handed over as bytes ([`CommandToGsp::variable_payload`])
-/// rather than written through an `SBufferIter` by the command (every variable payload
-/// here exists as bytes already). There is no `Reply` type: [`Cmdq::send_command`]
-/// returns the RPC sequence number, and the caller receives the reply it expects.
+/// fixed part by value rather than a pin-init `Init` that writes it in place (the
+/// largest fixed part, the static configuration, is 0x678 bytes, and the element is
+/// checksummed from the bytes as written either way), and the variable payload is
+/// handed over as bytes ([`CommandToGsp::variable_payload`]) rather than written through
+/// an `SBufferIter` by the command (every variable payload here exists as bytes
+/// already). So there is no `InitError` either: building a command cannot fail once the
+/// command exists.
 pub trait CommandToGsp {
     /// The function.
     const FUNCTION: MsgFunction;
     /// The fixed part, first in the payload.
     type Command: IntoBytes + Immutable;
+    /// The message the GSP answers with, or [`NoReply`].
+    type Reply;
     /// Returns the fixed part.
     fn init(&self) -> Self::Command;
     /// Returns the bytes that follow the fixed part; none by default.
@@ -442,16 +451,27 @@ pub trait CommandToGsp {
     }
 }
 
-/// A message the GSP sends to the driver.
+/// A message the GSP sends to the driver: a fixed part ([`MessageFromGsp::Message`]),
+/// then bytes of any length.
+///
+/// Upstream's shape, with one deliberate difference: [`MessageFromGsp::read`] gets the
+/// bytes after the fixed part as one slice rather than an `SBufferIter` over the ring:
+/// the message was copied out of the ring once, continuation records reassembled, before
+/// anything of it was checked (see the module's "Trust"), so it is contiguous. Its
+/// errors are the driver's `Error` (`EIO` for a malformed message) rather than an
+/// `InitError` of the message's own.
 pub trait MessageFromGsp: Sized {
     /// The function.
     const FUNCTION: MsgFunction;
-    /// Decodes the payload.
+    /// The fixed part, first in the payload (`()` if there is none).
+    type Message: FromBytes;
+    /// Builds the message from its fixed part and the bytes after it.
     ///
     /// # Errors
     ///
-    /// - `EIO` if the payload is malformed.
-    fn decode(payload: &[u8]) -> Result<Self>;
+    /// - `EIO` if the message is malformed (for a fixed-size message: bytes after it).
+    /// - `ENOMEM` if the bytes cannot be kept.
+    fn read(msg: &Self::Message, rest: &[u8]) -> Result<Self>;
 }
 
 /// Why an element was not received.
@@ -497,6 +517,9 @@ pub trait MsgqSignal: Sync {
 }
 
 impl Cmdq {
+    /// How long [`Cmdq::send_command`] waits for the reply, as upstream.
+    pub const RECEIVE_TIMEOUT: Delta = Delta::from_secs(5);
+
     /// Allocates the shared memory and initialises both queues.
     ///
     /// # Errors
@@ -571,17 +594,69 @@ impl Cmdq {
         (self.gsp_mem.ring.write_ptr(), self.gsp_mem.ring.read_ptr())
     }
 
-    /// Sends a typed command; returns its RPC sequence number.
+    /// Sends `command` and waits for its reply, within [`Cmdq::RECEIVE_TIMEOUT`] in all.
+    ///
+    /// Messages of other functions that arrive first are consumed, each with a warning
+    /// naming it, where upstream consumes them silently; [`crate::gsp::Gsp::send_command`]
+    /// hands the GSP's log events to the log instead. The one timeout covers the whole
+    /// wait however many of them arrive (upstream's restarts with each).
+    ///
+    /// # Errors
+    ///
+    /// - `ETIMEDOUT` if the ring has no room within [`SEND_TIMEOUT`], or the reply does
+    ///   not arrive within [`Cmdq::RECEIVE_TIMEOUT`].
+    /// - Any other error of [`Cmdq::post`] or of [`Cmdq::receive_msg`] but `ERANGE`.
+    pub fn send_command<M>(&mut self, bar: &impl Doorbell, command: M) -> Result<M::Reply>
+    where
+        M: CommandToGsp,
+        M::Reply: MessageFromGsp,
+    {
+        self.post(bar, &command)?;
+        let reply = u32::from(<M::Reply as MessageFromGsp>::FUNCTION);
+        let mut budget = Budget::new(Self::RECEIVE_TIMEOUT);
+        let msg = self.receive_any_skipping(&mut budget, |msg| {
+            if msg.function == reply {
+                return false;
+            }
+            pr_warn!(
+                "gsp: {} ({}) dropped while waiting for {}\n",
+                msg.function().map_or("UNKNOWN", MsgFunction::name),
+                msg.function,
+                <M::Reply as MessageFromGsp>::FUNCTION.name()
+            );
+            true
+        })?;
+        self.read_msg(&msg)
+    }
+
+    /// Sends `command`, which the GSP does not answer, without waiting for anything but
+    /// ring space.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cmdq::post`].
+    pub fn send_command_no_wait<M>(&mut self, bar: &impl Doorbell, command: M) -> Result
+    where
+        M: CommandToGsp<Reply = NoReply>,
+    {
+        self.post(bar, &command).map(|_| ())
+    }
+
+    /// Sends any command without waiting for its reply, and returns its RPC sequence
+    /// number: for callers that match the reply themselves (the copy engine, whose
+    /// acknowledgement may cross other messages; the test bench).
+    ///
+    /// Ours: upstream has only the two sends above.
     ///
     /// # Errors
     ///
     /// As [`Cmdq::send_rpc`].
-    pub fn send_command<C: CommandToGsp>(&mut self, bar: &impl Doorbell, cmd: &C) -> Result<u32> {
-        let fixed = cmd.init();
+    pub fn post<M: CommandToGsp>(&mut self, bar: &impl Doorbell, command: &M) -> Result<u32> {
+        let fixed = command.init();
         self.send_parts(
             bar,
-            C::FUNCTION,
-            [fixed.as_bytes(), cmd.variable_payload()],
+            M::FUNCTION,
+            [fixed.as_bytes(), command.variable_payload()],
             SEND_TIMEOUT,
         )
     }
@@ -813,20 +888,22 @@ impl Cmdq {
     /// Receives the next message, whatever its function, reassembling continuation
     /// records. Waits up to `timeout` in all.
     ///
+    /// Ours: upstream receives typed messages only ([`Cmdq::receive_msg`]).
+    ///
     /// # Errors
     ///
     /// See the table in the module documentation.
-    pub fn receive_msg(&mut self, timeout: Delta) -> Result<GspMessage> {
-        self.receive_msg_within(&mut Budget::new(timeout))
+    pub fn receive_any(&mut self, timeout: Delta) -> Result<GspMessage> {
+        self.receive_any_within(&mut Budget::new(timeout))
     }
 
-    /// [`Cmdq::receive_msg`], waiting only for what is left of `budget`, for a caller
+    /// [`Cmdq::receive_any`], waiting only for what is left of `budget`, for a caller
     /// whose one wait receives several messages.
     ///
     /// # Errors
     ///
-    /// As [`Cmdq::receive_msg`].
-    pub(crate) fn receive_msg_within(&mut self, budget: &mut Budget) -> Result<GspMessage> {
+    /// As [`Cmdq::receive_any`].
+    pub(crate) fn receive_any_within(&mut self, budget: &mut Budget) -> Result<GspMessage> {
         self.last_fault = None;
         let available = self.wait_published(budget)?;
         let mut payload = KVec::new();
@@ -872,14 +949,14 @@ impl Cmdq {
     ///
     /// - `ETIMEDOUT` if the budget runs out, including while messages keep arriving that
     ///   `skip` takes.
-    /// - Any other error of [`Cmdq::receive_msg`].
-    pub(crate) fn receive_msg_skipping(
+    /// - Any other error of [`Cmdq::receive_any`].
+    pub(crate) fn receive_any_skipping(
         &mut self,
         budget: &mut Budget,
         mut skip: impl FnMut(&GspMessage) -> bool,
     ) -> Result<GspMessage> {
         loop {
-            let msg = self.receive_msg_within(budget)?;
+            let msg = self.receive_any_within(budget)?;
             if !skip(&msg) {
                 return Ok(msg);
             }
@@ -891,26 +968,26 @@ impl Cmdq {
         }
     }
 
-    /// Receives the next message and decodes it as `M`.
+    /// Receives the next message as an `M`.
     ///
     /// # Errors
     ///
     /// - `ERANGE` if the message is a known function other than `M`'s (it is consumed).
     /// - `EINVAL` if the function is unknown, or the reply carries a non-zero
     ///   `rpc_result`.
-    /// - Any error of [`Cmdq::receive_msg`] or [`MessageFromGsp::decode`].
-    pub fn wait_for_msg<M: MessageFromGsp>(&mut self, timeout: Delta) -> Result<M> {
-        let msg = self.receive_msg(timeout)?;
-        self.decode_reply(&msg)
+    /// - Any error of [`Cmdq::receive_any`] or [`MessageFromGsp::read`].
+    pub fn receive_msg<M: MessageFromGsp>(&mut self, timeout: Delta) -> Result<M> {
+        let msg = self.receive_any(timeout)?;
+        self.read_msg(&msg)
     }
 
-    /// Decodes `msg`, a message received whole, as `M`, recording the reason of a
+    /// Reads `msg`, a message received whole, as an `M`, recording the reason of a
     /// refusal as [`Cmdq::last_fault`].
     ///
     /// # Errors
     ///
-    /// As [`Cmdq::wait_for_msg`], less the receive's own.
-    pub fn decode_reply<M: MessageFromGsp>(&mut self, msg: &GspMessage) -> Result<M> {
+    /// As [`Cmdq::receive_msg`], less the receive's own.
+    pub fn read_msg<M: MessageFromGsp>(&mut self, msg: &GspMessage) -> Result<M> {
         let function = msg
             .function()
             .map_err(|e| self.fault(e, "unknown function"))?;
@@ -920,6 +997,18 @@ impl Cmdq {
         if msg.rpc_result != fw::NV_OK {
             return Err(self.fault(EINVAL, "reply reports an error"));
         }
-        M::decode(&msg.payload).map_err(|e| self.fault(e, "reply does not decode as its type"))
+        read_payload(&msg.payload).map_err(|e| self.fault(e, "reply does not decode as its type"))
     }
+}
+
+/// Reads `payload`, the bytes of a whole message, as an `M`: its fixed part, then
+/// [`MessageFromGsp::read`] of the rest.
+///
+/// # Errors
+///
+/// - `EIO` if `payload` is shorter than the fixed part.
+/// - Any error of [`MessageFromGsp::read`].
+pub fn read_payload<M: MessageFromGsp>(payload: &[u8]) -> Result<M> {
+    let (fixed, rest) = M::Message::read_from_prefix(payload).map_err(|_| EIO)?;
+    M::read(&fixed, rest)
 }

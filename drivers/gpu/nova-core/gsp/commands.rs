@@ -35,7 +35,8 @@ use zerocopy_derive::{
 use crate::gsp::{
     cmdq::{
         CommandToGsp,
-        MessageFromGsp, //
+        MessageFromGsp,
+        NoReply, //
     },
     fw::{
         assert_layout,
@@ -43,6 +44,11 @@ use crate::gsp::{
         MsgFunction,
         GSP_PAGE_SIZE, //
     },
+};
+use crate::num::{
+    u16_as_u32,
+    usize_as_u64,
+    FromSafeCast, //
 };
 
 /// Where a GPU mirrors its PCI configuration space inside BAR0: a property of the chipset.
@@ -95,8 +101,7 @@ pub struct PciFunction {
 
 /// The highest user virtual address the driver announces: 128 TiB less one page, as
 /// upstream does (a fixed value, not any one task's limit).
-// CAST: 4096.
-pub const MAX_USER_VA: u64 = (1 << 47) - GSP_PAGE_SIZE as u64;
+pub const MAX_USER_VA: u64 = (1 << 47) - usize_as_u64(GSP_PAGE_SIZE);
 
 /// The PCI ids of a device on the path to the GPU (a bus-info block of r570's system
 /// information).
@@ -395,8 +400,7 @@ impl GspSetSystemInfo {
 
 /// Returns `high` in bits 31:16 and `low` in bits 15:0, as r570 packs PCI id pairs.
 const fn pci_id_pair(high: u16, low: u16) -> u32 {
-    // CAST: widening; `u32::from` is not `const`.
-    (high as u32) << 16 | low as u32
+    u16_as_u32(high) << 16 | u16_as_u32(low)
 }
 
 impl Default for GspSetSystemInfo {
@@ -409,6 +413,7 @@ impl Default for GspSetSystemInfo {
 impl CommandToGsp for GspSetSystemInfo {
     const FUNCTION: MsgFunction = MsgFunction::GspSetSystemInfo;
     type Command = Self;
+    type Reply = NoReply;
 
     fn init(&self) -> Self {
         *self
@@ -544,6 +549,7 @@ impl SetRegistry {
 impl CommandToGsp for SetRegistry {
     const FUNCTION: MsgFunction = MsgFunction::SetRegistry;
     type Command = PackedRegistryTable;
+    type Reply = NoReply;
 
     fn init(&self) -> PackedRegistryTable {
         self.table
@@ -827,6 +833,7 @@ impl GetGspStaticInfo {
 impl CommandToGsp for GetGspStaticInfo {
     const FUNCTION: MsgFunction = MsgFunction::GetGspStaticInfo;
     type Command = GspStaticConfigInfo;
+    type Reply = GspStaticConfigInfo;
 
     fn init(&self) -> GspStaticConfigInfo {
         GspStaticConfigInfo::new_zeroed()
@@ -835,9 +842,22 @@ impl CommandToGsp for GetGspStaticInfo {
 
 impl MessageFromGsp for GspStaticConfigInfo {
     const FUNCTION: MsgFunction = MsgFunction::GetGspStaticInfo;
+    type Message = Self;
 
-    fn decode(payload: &[u8]) -> Result<Self> {
-        Self::read_from_bytes(payload).map_err(|_| EIO)
+    fn read(msg: &Self, rest: &[u8]) -> Result<Self> {
+        fixed_size(msg, rest)
+    }
+}
+
+/// Returns `msg`, a message that is its fixed part alone, if nothing follows it.
+///
+/// # Errors
+///
+/// - `EIO` if bytes follow it.
+fn fixed_size<M: Copy>(msg: &M, rest: &[u8]) -> Result<M> {
+    match rest {
+        [] => Ok(*msg),
+        _ => Err(EIO),
     }
 }
 
@@ -856,9 +876,10 @@ pub struct GspInitDone {
 
 impl MessageFromGsp for GspInitDone {
     const FUNCTION: MsgFunction = MsgFunction::GspInitDone;
+    type Message = Self;
 
-    fn decode(payload: &[u8]) -> Result<Self> {
-        Self::read_from_bytes(payload).map_err(|_| EIO)
+    fn read(msg: &Self, rest: &[u8]) -> Result<Self> {
+        fixed_size(msg, rest)
     }
 }
 
@@ -870,12 +891,22 @@ pub struct LibosPrint {
 
 impl MessageFromGsp for LibosPrint {
     const FUNCTION: MsgFunction = MsgFunction::UcodeLibosPrint;
+    type Message = ();
 
-    fn decode(payload: &[u8]) -> Result<Self> {
-        let mut line = KVec::new();
-        line.extend_from_slice(payload, GFP_KERNEL)?;
-        Ok(Self { line })
+    fn read(_: &(), rest: &[u8]) -> Result<Self> {
+        Ok(Self { line: bytes(rest)? })
     }
+}
+
+/// Returns a copy of `rest`, the bytes of a message that has no fixed part.
+///
+/// # Errors
+///
+/// - `ENOMEM` if the memory cannot be had.
+fn bytes(rest: &[u8]) -> Result<KVec<u8>> {
+    let mut copy = KVec::new();
+    copy.extend_from_slice(rest, GFP_KERNEL)?;
+    Ok(copy)
 }
 
 /// The fixed part of [`MsgFunction::VgspEcho`] and [`MsgFunction::VgspSink`]: the length of
@@ -911,12 +942,13 @@ impl EchoHeader {
 }
 
 /// `VGSP_ECHO`: bytes of any length that the virtual GSP sends back: for tests and
-/// benchmarks. The reply's payload is the bytes alone.
+/// benchmarks. The reply's payload is the bytes alone ([`EchoReply`]).
 pub struct Echo<'a>(pub &'a [u8]);
 
 impl CommandToGsp for Echo<'_> {
     const FUNCTION: MsgFunction = MsgFunction::VgspEcho;
     type Command = EchoHeader;
+    type Reply = EchoReply;
 
     fn init(&self) -> EchoHeader {
         // A longer payload is refused by the send before anything reaches the ring
@@ -929,13 +961,26 @@ impl CommandToGsp for Echo<'_> {
     }
 }
 
+/// The reply to an [`Echo`]: the bytes the virtual GSP sent back.
+pub struct EchoReply(pub KVec<u8>);
+
+impl MessageFromGsp for EchoReply {
+    const FUNCTION: MsgFunction = MsgFunction::VgspEcho;
+    type Message = ();
+
+    fn read(_: &(), rest: &[u8]) -> Result<Self> {
+        Ok(Self(bytes(rest)?))
+    }
+}
+
 /// `VGSP_SINK`: bytes of any length that the virtual GSP consumes and answers with an
-/// empty reply: the benchmark's one-way traffic.
+/// empty reply ([`SinkReply`]): the benchmark's one-way traffic.
 pub struct Sink<'a>(pub &'a [u8]);
 
 impl CommandToGsp for Sink<'_> {
     const FUNCTION: MsgFunction = MsgFunction::VgspSink;
     type Command = EchoHeader;
+    type Reply = SinkReply;
 
     fn init(&self) -> EchoHeader {
         // As for `Echo`.
@@ -944,6 +989,19 @@ impl CommandToGsp for Sink<'_> {
 
     fn variable_payload(&self) -> &[u8] {
         self.0
+    }
+}
+
+/// The virtual GSP's answer to a [`Sink`]: an empty payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SinkReply;
+
+impl MessageFromGsp for SinkReply {
+    const FUNCTION: MsgFunction = MsgFunction::VgspSink;
+    type Message = ();
+
+    fn read(_: &(), _: &[u8]) -> Result<Self> {
+        Ok(Self)
     }
 }
 
@@ -967,15 +1025,14 @@ pub fn command_payload_len(
         Ok(MsgFunction::SetRegistry) => {
             let (table, _) = PackedRegistryTable::read_from_prefix(head)
                 .map_err(|_| read("registry table shorter than its header"))?;
-            // CAST: `u32` to `usize`, lossless on every supported architecture.
-            Ok(Some(table.size as usize))
+            Ok(Some(usize::from_safe_cast(table.size)))
         }
         Ok(MsgFunction::VgspEcho | MsgFunction::VgspSink) => {
             let (echo, _) = EchoHeader::read_from_prefix(head)
                 .map_err(|_| read("echo shorter than its header"))?;
-            // CAST: as above; the sum cannot overflow a 64-bit `usize`.
+            // The sum cannot overflow a 64-bit `usize`.
             Ok(Some(
-                core::mem::size_of::<EchoHeader>() + echo.length as usize,
+                core::mem::size_of::<EchoHeader>() + usize::from_safe_cast(echo.length),
             ))
         }
         _ => Ok(None),
@@ -1008,9 +1065,24 @@ assert_layout!(UnloadingGuestDriver, size 0x8, {
 impl CommandToGsp for UnloadingGuestDriver {
     const FUNCTION: MsgFunction = MsgFunction::UnloadingGuestDriver;
     type Command = Self;
+    type Reply = UnloadingGuestDriverReply;
 
     fn init(&self) -> Self {
         *self
+    }
+}
+
+/// The GSP's answer to [`UnloadingGuestDriver`]: an empty payload (the r570 firmware's
+/// carries nothing the driver reads either).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnloadingGuestDriverReply;
+
+impl MessageFromGsp for UnloadingGuestDriverReply {
+    const FUNCTION: MsgFunction = MsgFunction::UnloadingGuestDriver;
+    type Message = ();
+
+    fn read(_: &(), _: &[u8]) -> Result<Self> {
+        Ok(Self)
     }
 }
 
@@ -1040,8 +1112,23 @@ const_assert_eq!(core::mem::size_of::<CeCopy>(), 32);
 impl CommandToGsp for CeCopy {
     const FUNCTION: MsgFunction = MsgFunction::VgspCeCopy;
     type Command = Self;
+    type Reply = CeCopyAck;
 
     fn init(&self) -> Self {
         *self
+    }
+}
+
+/// The GSP's acknowledgement of a [`CeCopy`], sent before the first byte lands: an empty
+/// payload whose `rpc_result` says whether the copy was taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CeCopyAck;
+
+impl MessageFromGsp for CeCopyAck {
+    const FUNCTION: MsgFunction = MsgFunction::VgspCeCopy;
+    type Message = ();
+
+    fn read(_: &(), _: &[u8]) -> Result<Self> {
+        Ok(Self)
     }
 }

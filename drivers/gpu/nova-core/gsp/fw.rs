@@ -72,6 +72,12 @@ use zerocopy_derive::{
     KnownLayout, //
 };
 
+use crate::num::{
+    u32_as_usize,
+    usize_into_u32,
+    FromSafeCast, //
+};
+
 /// Pins, at compile time, the size of a wire structure and the offset of each named
 /// field:
 ///
@@ -95,7 +101,8 @@ pub const MSGQ_NUM_PAGES: u32 = 0x3f;
 /// The largest element, in bytes (16 slots).
 pub const GSP_MSG_QUEUE_ELEMENT_SIZE_MAX: usize = 0x10000;
 /// The largest element, in slots.
-pub const MAX_ELEMENT_PAGES: u32 = (GSP_MSG_QUEUE_ELEMENT_SIZE_MAX / GSP_PAGE_SIZE) as u32;
+pub const MAX_ELEMENT_PAGES: u32 =
+    usize_into_u32::<{ GSP_MSG_QUEUE_ELEMENT_SIZE_MAX / GSP_PAGE_SIZE }>();
 /// The MSGQ protocol version written in the tx header.
 pub const MSGQ_VERSION: u32 = 0;
 /// The `flags` value of an initialised tx header.
@@ -286,17 +293,13 @@ impl MsgqTxHeader {
     pub const fn new() -> Self {
         Self {
             version: MSGQ_VERSION,
-            // CAST: `Msgq` is 0x40000 bytes (asserted below).
-            size: core::mem::size_of::<Msgq>() as u32,
-            // CAST: 4096.
-            msg_size: GSP_PAGE_SIZE as u32,
+            size: usize_into_u32::<{ core::mem::size_of::<Msgq>() }>(),
+            msg_size: usize_into_u32::<{ GSP_PAGE_SIZE }>(),
             msg_count: MSGQ_NUM_PAGES,
             write_ptr: 0,
             flags: MSGQ_TX_FLAGS,
-            // CAST: 0x20 (asserted below).
-            rx_hdr_off: core::mem::offset_of!(Msgq, rx) as u32,
-            // CAST: 0x1000 (asserted below).
-            entry_off: core::mem::offset_of!(Msgq, msgq) as u32,
+            rx_hdr_off: usize_into_u32::<{ core::mem::offset_of!(Msgq, rx) }>(),
+            entry_off: usize_into_u32::<{ core::mem::offset_of!(Msgq, msgq) }>(),
         }
     }
 }
@@ -378,7 +381,7 @@ pub const MSGQ_DATA_OFFSET: usize = core::mem::offset_of!(Msgq, msgq);
 
 /// Returns the byte offset of slot `slot` inside a [`Msgq`].
 pub const fn slot_offset(slot: u32) -> usize {
-    MSGQ_DATA_OFFSET + slot as usize * GSP_PAGE_SIZE
+    MSGQ_DATA_OFFSET + u32_as_usize(slot) * GSP_PAGE_SIZE
 }
 
 assert_layout!(MsgqTxHeader, size 0x20, {
@@ -531,7 +534,7 @@ impl GspMsgElement {
     ///
     /// `None` if `rpc.length` is shorter than the RPC header.
     pub fn rpc_payload_len(&self) -> Option<usize> {
-        (self.rpc.length as usize).checked_sub(RPC_HEADER_SIZE)
+        usize::from_safe_cast(self.rpc.length).checked_sub(RPC_HEADER_SIZE)
     }
 }
 
@@ -552,7 +555,7 @@ pub fn validate_element(
     buf: &[u8],
     elem_count: u32,
 ) -> core::result::Result<(GspMsgElement, usize), Malformed> {
-    let Some(buf) = buf.get(..elem_count as usize * GSP_PAGE_SIZE) else {
+    let Some(buf) = buf.get(..usize::from_safe_cast(elem_count) * GSP_PAGE_SIZE) else {
         return Err(Malformed("element shorter than its slots"));
     };
     let (header, chunk_len) = validate_header(buf, elem_count)?;
@@ -638,7 +641,7 @@ impl From<Malformed> for Error {
 }
 
 /// Bytes of one ring (63 slots).
-pub const RING_BYTES: usize = MSGQ_NUM_PAGES as usize * GSP_PAGE_SIZE;
+pub const RING_BYTES: usize = u32_as_usize(MSGQ_NUM_PAGES) * GSP_PAGE_SIZE;
 
 /// Calls `f(ring_offset, buffer_range)` for the one or two pieces that `len` bytes at ring
 /// byte `start` occupy: an element that runs past the last slot continues at slot 0.
@@ -773,13 +776,13 @@ impl RingCursor {
     /// The byte offset in the ring this agent fills of byte `pos` of the element at its
     /// write pointer; [`for_each_ring_piece`] wraps it.
     pub const fn write_offset(&self, pos: usize) -> usize {
-        self.write as usize * GSP_PAGE_SIZE + pos
+        u32_as_usize(self.write) * GSP_PAGE_SIZE + pos
     }
 
     /// The byte offset in the ring this agent drains of byte `pos` of the element at its
     /// read pointer.
     pub const fn read_offset(&self, pos: usize) -> usize {
-        self.read as usize * GSP_PAGE_SIZE + pos
+        u32_as_usize(self.read) * GSP_PAGE_SIZE + pos
     }
 }
 
@@ -797,11 +800,12 @@ pub fn ring_ptr(ptr: u32) -> core::result::Result<u32, Malformed> {
 
 /// Returns the number of slots an element carrying `payload_len` bytes occupies.
 pub const fn elem_count_for(payload_len: usize) -> u32 {
-    // CAST: at most `MAX_ELEMENT_PAGES` for payloads callers pass; saturates otherwise.
+    // At most `MAX_ELEMENT_PAGES` for payloads callers pass; saturates otherwise.
     let pages = (ELEMENT_HEADER_SIZE + payload_len).div_ceil(GSP_PAGE_SIZE);
-    if pages > u32::MAX as usize {
+    if pages > u32_as_usize(u32::MAX) {
         u32::MAX
     } else {
+        // CAST: `pages <= u32::MAX`, checked above.
         pages as u32
     }
 }
@@ -902,8 +906,7 @@ pub fn checksum(bytes: &[u8]) -> u32 {
 /// (see "The PTE page" in the module documentation).
 pub fn gsp_mem_pte(base: u64, index: usize) -> u64 {
     match index < GSP_MEM_PAGES {
-        // CAST: `index < 0x81`.
-        true => base + ((index as u64) << GSP_PAGE_SHIFT),
+        true => base + (u64::from_safe_cast(index) << GSP_PAGE_SHIFT),
         false => 0,
     }
 }

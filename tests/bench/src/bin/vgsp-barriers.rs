@@ -78,7 +78,7 @@ fn one_command(pair: &mut Pair, payload: &[u8], sides: &mut Sides) -> Result {
     charge(&mut sides.driver, &mut mark);
     pair.gsp_run()?;
     charge(&mut sides.gsp, &mut mark);
-    let reply = pair.cmdq.receive_msg(Delta::ZERO)?;
+    let reply = pair.cmdq.receive_any(Delta::ZERO)?;
     charge(&mut sides.driver, &mut mark);
     if reply.function() != Ok(MsgFunction::Nop) || reply.payload[..] != *payload {
         return Err(EIO);

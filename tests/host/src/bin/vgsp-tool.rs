@@ -77,7 +77,7 @@ fn replay(args: &[String]) -> Result<Vec<String>, String> {
     let mut lines = Vec::new();
     while cmdq.cpu_ptrs().1 != gsp_wptr {
         let before = cmdq.cpu_ptrs().1;
-        match cmdq.receive_msg(Delta::ZERO) {
+        match cmdq.receive_any(Delta::ZERO) {
             Ok(m) => lines.push(format!(
                 "ok seq={} function={} len={} elems={}",
                 m.seq_num,
@@ -87,8 +87,8 @@ fn replay(args: &[String]) -> Result<Vec<String>, String> {
             )),
             Err(e) => {
                 lines.push(format!(
-                    "err {} {}",
-                    e.name().unwrap_or("E?"),
+                    "err {:?} {}",
+                    e,
                     cmdq.last_fault().unwrap_or("unknown")
                 ));
                 if cmdq.cpu_ptrs().1 == before {
