@@ -3,7 +3,7 @@
 //! What must not build: each item's example fails to compile with the error code it names,
 //! and a twin that builds sits in the docs or tests of the item it exercises
 //! (`num/bounded.rs`, `tests/num.rs`, `io/register.rs`, `tests/register.rs`,
-//! `alloc/kvec.rs`, `tests/alloc.rs`).
+//! `alloc/kvec.rs`, `tests/alloc.rs`, `tests/upstream_items.rs`).
 //!
 //! Host only (`cfg(doctest)`): gathered here, so the items' own docs keep examples that
 //! build.
@@ -265,3 +265,49 @@ pub struct AssertOfANonBoolInACase;
 /// }
 /// ```
 pub struct CaseReturningNeitherUnitNorAResult;
+
+/// `#[derive(Zeroable)]` on a tuple struct with a field that is not `Zeroable` (a
+/// reference); the twin that builds is in `tests/upstream_items.rs`.
+///
+/// ```compile_fail,E0277
+/// use kernel::prelude::*;
+///
+/// #[derive(Zeroable)]
+/// struct Borrowed(u32, &'static u8);
+/// ```
+pub struct ZeroableFieldNotZeroable;
+
+/// `#[derive(Zeroable)]` on an enum, which 7.3's refuses too.
+///
+/// ```compile_fail
+/// use kernel::prelude::*;
+///
+/// #[derive(Zeroable)]
+/// enum State {
+///     Idle,
+/// }
+/// ```
+pub struct ZeroableEnum;
+
+/// A `bitfield!` field converted to a type (`=>`), which 7.3's has and this crate lacks;
+/// the twin that builds is in `tests/upstream_items.rs`.
+///
+/// ```compile_fail
+/// kernel::bitfield! {
+///     struct Flags(u32) {
+///         0:0 enabled => bool;
+///     }
+/// }
+/// ```
+pub struct BitfieldConvertedField;
+
+/// A field of `bitfield!` outside its storage.
+///
+/// ```compile_fail,E0080
+/// kernel::bitfield! {
+///     struct Small(u8) {
+///         8:4 high;
+///     }
+/// }
+/// ```
+pub struct BitfieldFieldBeyondStorage;

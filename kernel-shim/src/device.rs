@@ -6,11 +6,43 @@
 //! DMA allocations take) or [`Normal`] (no promise). A `&Device<Bound>` derefs to a
 //! `&Device`.
 //!
+//! A device is reference counted, as 7.3's: [`ARef<Device>`](crate::sync::aref::ARef)
+//! holds a count, and any `&Device<Ctx>` converts into one (`dev.into()`). The host's
+//! devices are owned values, so a count cannot keep one alive: dropping a device while a
+//! count of it is held aborts (see [`Device`]'s invariants).
+//!
+//! ```
+//! use kernel::{
+//!     device::{
+//!         Bound,
+//!         Device, //
+//!     },
+//!     sync::aref::ARef,
+//! };
+//!
+//! static DEV: Device<Bound> = Device::new("gpu0");
+//! let dev: ARef<Device> = (&DEV).into();
+//! let again = dev.clone();
+//! assert_eq!(again.name(), "gpu0");
+//! ```
+//!
 //! In host builds a device may also carry a DMA pool ([`Device::with_dma_pool`]; ours, test
 //! bench): its coherent allocations are then carved from memory another process shares,
 //! at the bus addresses the pool gives them.
 
-use core::marker::PhantomData;
+use core::{
+    marker::PhantomData,
+    ptr::NonNull,
+    sync::atomic::{
+        AtomicUsize,
+        Ordering, //
+    },
+};
+
+use crate::sync::aref::{
+    ARef,
+    AlwaysRefCounted, //
+};
 
 mod private {
     pub trait Sealed {}
@@ -37,12 +69,15 @@ impl DeviceContext for Bound {}
 ///
 /// # Invariants
 ///
-/// A `Device<Bound>` is bound for as long as it exists: the host's devices are made bound
-/// ([`Device::new`], [`Device::with_dma_pool`]) and never unbound.
+/// - A `Device<Bound>` is bound for as long as it exists: the host's devices are made
+///   bound ([`Device::new`], [`Device::with_dma_pool`]) and never unbound.
+/// - `refs` counts the [`ARef`]s of the device; a device is not dropped while it is
+///   non-zero (its `Drop` aborts instead), so every `ARef` points to a live device.
 // `repr(C)`: the same layout whatever `Ctx`, a zero-sized marker after the fields.
 #[repr(C)]
 pub struct Device<Ctx: DeviceContext = Normal> {
     name: &'static str,
+    refs: AtomicUsize,
     #[cfg(all(feature = "host", not(loom)))]
     dma_pool: Option<&'static crate::host::DmaPool>,
     _ctx: PhantomData<Ctx>,
@@ -56,6 +91,7 @@ impl Device<Bound> {
         // INVARIANT: the host's devices are never unbound.
         Self {
             name,
+            refs: AtomicUsize::new(0),
             #[cfg(all(feature = "host", not(loom)))]
             dma_pool: None,
             _ctx: PhantomData,
@@ -74,6 +110,7 @@ impl Device<Bound> {
         // INVARIANT: the host's devices are never unbound.
         Self {
             name,
+            refs: AtomicUsize::new(0),
             dma_pool: Some(pool),
             _ctx: PhantomData,
         }
@@ -114,5 +151,44 @@ impl<Ctx: DeviceContext> core::fmt::Debug for Device<Ctx> {
         #[cfg(all(feature = "host", not(loom)))]
         f.field("dma_pool", &self.dma_pool);
         f.finish()
+    }
+}
+
+// SAFETY: a device is not dropped while `refs` is non-zero (type invariant, enforced by
+// `Drop`), and `inc_ref`/`dec_ref` count up and down: an object stays valid from each
+// `inc_ref` until its `dec_ref`.
+unsafe impl AlwaysRefCounted for Device {
+    fn inc_ref(&self) {
+        self.refs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    unsafe fn dec_ref(obj: NonNull<Self>) {
+        // SAFETY: the caller gives back a count, so the device is still alive.
+        let dev = unsafe { obj.as_ref() };
+        // ORDERING: `Release`, paired with the `Acquire` load in `Drop`: the holder's uses
+        // of the device come before the drop that sees the count at zero.
+        dev.refs.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// A bound device converts into a count of the device, as in 7.3 (its
+/// `impl_device_context_into_aref!`); `&Device` itself converts by `ARef`'s `From<&T>`.
+impl From<&Device<Bound>> for ARef<Device> {
+    fn from(dev: &Device<Bound>) -> Self {
+        (&**dev).into()
+    }
+}
+
+impl<Ctx: DeviceContext> Drop for Device<Ctx> {
+    fn drop(&mut self) {
+        // ORDERING: `Acquire`, paired with `dec_ref`'s `Release`.
+        if self.refs.load(Ordering::Acquire) != 0 {
+            // An `ARef` would dangle: 7.3's device would live on until its last count;
+            // an owned host device cannot.
+            #[cfg(any(feature = "host", loom))]
+            std::process::abort();
+            #[cfg(not(any(feature = "host", loom)))]
+            panic!("device {} dropped while an ARef to it is held", self.name);
+        }
     }
 }

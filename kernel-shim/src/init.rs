@@ -13,11 +13,14 @@
 //!
 //! As in 7.3, the initialiser machinery is the Rust-for-Linux `pin-init` crate's, and
 //! [`prelude`](crate::prelude) re-exports its `#[pin_data]`, `#[pinned_drop]`,
-//! [`pin_init!`](crate::prelude::pin_init), [`init!`](crate::prelude::init),
-//! [`PinInit`], [`Init`], [`InPlaceWrite`] and [`Zeroable`].
+//! [`PinInit`], [`Init`], [`InPlaceWrite`] and the trait [`Zeroable`].
 //! This module adds 7.3's own: [`InPlaceInit`], and the macros
 //! [`try_pin_init!`](crate::try_pin_init) and [`try_init!`](crate::try_init), which take the
 //! error type after `?` like `pin-init`'s but default it to [`Error`] when none is given.
+//! The prelude's [`pin_init!`](crate::prelude::pin_init) and [`init!`](crate::prelude::init)
+//! are ours too, for 7.3's syntax, which 0.0.10's lacks: all four take the type by any path
+//! (`init!(bindings::Foo { .. })`) over `pin-init`'s own expansion, and the prelude's
+//! `#[derive(Zeroable)]` (the `macros` crate's) also takes tuple structs and unions.
 //!
 //! In a kernel the crate is `pin_init`, which Kbuild hands to every crate. Here it is
 //! crates.io's `pinned-init` 0.0.10 (the same project's code, without its `alloc`
@@ -319,19 +322,11 @@ impl From<Infallible> for Error {
 /// ```
 #[macro_export]
 macro_rules! try_pin_init {
-    ($(&$this:ident in)? $t:ident $(::<$($generics:ty),* $(,)?>)? {
-        $($fields:tt)*
-    }) => {
-        $crate::init::__pin_init::try_pin_init!($(&$this in)? $t $(::<$($generics),*>)? {
-            $($fields)*
-        }? $crate::error::Error)
+    ($(&$this:ident in)? $t:path { $($fields:tt)* }) => {
+        $crate::__init_path!(pin: $(&$this in)? $t { $($fields)* } ? $crate::error::Error)
     };
-    ($(&$this:ident in)? $t:ident $(::<$($generics:ty),* $(,)?>)? {
-        $($fields:tt)*
-    }? $err:ty) => {
-        $crate::init::__pin_init::try_pin_init!($(&$this in)? $t $(::<$($generics),*>)? {
-            $($fields)*
-        }? $err)
+    ($(&$this:ident in)? $t:path { $($fields:tt)* }? $err:ty) => {
+        $crate::__init_path!(pin: $(&$this in)? $t { $($fields)* } ? $err)
     };
 }
 
@@ -364,18 +359,114 @@ macro_rules! try_pin_init {
 /// ```
 #[macro_export]
 macro_rules! try_init {
-    ($(&$this:ident in)? $t:ident $(::<$($generics:ty),* $(,)?>)? {
-        $($fields:tt)*
-    }) => {
-        $crate::init::__pin_init::try_init!($(&$this in)? $t $(::<$($generics),*>)? {
-            $($fields)*
-        }? $crate::error::Error)
+    ($(&$this:ident in)? $t:path { $($fields:tt)* }) => {
+        $crate::__init_path!(init: $(&$this in)? $t { $($fields)* } ? $crate::error::Error)
     };
-    ($(&$this:ident in)? $t:ident $(::<$($generics:ty),* $(,)?>)? {
-        $($fields:tt)*
-    }? $err:ty) => {
-        $crate::init::__pin_init::try_init!($(&$this in)? $t $(::<$($generics),*>)? {
-            $($fields)*
-        }? $err)
+    ($(&$this:ident in)? $t:path { $($fields:tt)* }? $err:ty) => {
+        $crate::__init_path!(init: $(&$this in)? $t { $($fields)* } ? $err)
     };
+}
+
+/// Makes an initialiser of a struct in place, pinned, that cannot fail unless an error
+/// type is written after the closing brace as `? Type`: the prelude's `pin_init!`, with
+/// 7.3's syntax (`pin-init`'s, plus a type named by any path and the optional error).
+///
+/// ```
+/// use kernel::prelude::*;
+///
+/// mod regs {
+///     use kernel::prelude::*;
+///
+///     #[pin_data]
+///     pub struct Pair {
+///         pub a: u32,
+///         pub b: u32,
+///     }
+/// }
+///
+/// let p = KBox::pin_init(pin_init!(regs::Pair { a: 1, b: 2 }), GFP_KERNEL)?;
+/// assert_eq!((p.a, p.b), (1, 2));
+/// # Ok::<(), Error>(())
+/// ```
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __pin_init {
+    ($(&$this:ident in)? $t:path { $($fields:tt)* }) => {
+        $crate::__init_path!(pin: $(&$this in)? $t { $($fields)* } ? ::core::convert::Infallible)
+    };
+    ($(&$this:ident in)? $t:path { $($fields:tt)* }? $err:ty) => {
+        $crate::__init_path!(pin: $(&$this in)? $t { $($fields)* } ? $err)
+    };
+}
+
+/// Makes an initialiser of a struct in place, not pinned, that cannot fail unless an
+/// error type is written after the closing brace as `? Type`: the prelude's `init!`, with
+/// 7.3's syntax (`pin-init`'s, plus a type named by any path and the optional error).
+///
+/// ```
+/// use kernel::prelude::*;
+///
+/// mod bindings {
+///     #[derive(Debug, PartialEq)]
+///     pub struct Window {
+///         pub base: u64,
+///         pub len: u64,
+///     }
+///     // SAFETY: two integers, for which zero is a value.
+///     unsafe impl kernel::prelude::Zeroable for Window {}
+/// }
+///
+/// let w = KBox::init(init!(bindings::Window { base: 0x1000, len: 0x200 }), GFP_KERNEL)?;
+/// assert_eq!((w.base, w.len), (0x1000, 0x200));
+/// let z = KBox::init(init!(bindings::Window { len: 1, ..Zeroable::init_zeroed() }), GFP_KERNEL)?;
+/// assert_eq!(*z, bindings::Window { base: 0, len: 1 });
+/// # Ok::<(), Error>(())
+/// ```
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __init {
+    ($(&$this:ident in)? $t:path { $($fields:tt)* }) => {
+        $crate::__init_path!(init: $(&$this in)? $t { $($fields)* } ? ::core::convert::Infallible)
+    };
+    ($(&$this:ident in)? $t:path { $($fields:tt)* }? $err:ty) => {
+        $crate::__init_path!(init: $(&$this in)? $t { $($fields)* } ? $err)
+    };
+}
+
+/// The four initialiser macros' common expansion: `pin-init`'s own, which takes the type
+/// as a path (its public macros take an identifier and generics only).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __init_path {
+    (pin: $(&$this:ident in)? $t:path { $($fields:tt)* } ? $err:ty) => {{
+        // `pin-init` binds each field's value to a local of the field's name: a C
+        // struct's `camelCase` fields are not a style fault of the caller's.
+        #[allow(non_snake_case)]
+        let init = $crate::init::__pin_init::__init_internal!(
+            @this($($this)?),
+            @typ($t),
+            @fields($($fields)*),
+            @error($err),
+            @data(PinData, use_data),
+            @has_data(HasPinData, __pin_data),
+            @construct_closure(pin_init_from_closure),
+            @munch_fields($($fields)*),
+        );
+        init
+    }};
+    (init: $(&$this:ident in)? $t:path { $($fields:tt)* } ? $err:ty) => {{
+        // As above.
+        #[allow(non_snake_case)]
+        let init = $crate::init::__pin_init::__init_internal!(
+            @this($($this)?),
+            @typ($t),
+            @fields($($fields)*),
+            @error($err),
+            @data(InitData, /*no use_data*/),
+            @has_data(HasInitData, __init_data),
+            @construct_closure(init_from_closure),
+            @munch_fields($($fields)*),
+        );
+        init
+    }};
 }

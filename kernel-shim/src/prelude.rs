@@ -18,14 +18,31 @@ pub use core::{
 
 #[doc(no_inline)]
 pub use pinned_init::{
-    init,
     pin_data,
-    pin_init,
     pinned_drop,
     InPlaceWrite,
     Init,
-    PinInit,
-    Zeroable, //
+    PinInit, //
+};
+
+// `Zeroable`, the trait, is `pin-init`'s; the derive of that name is ours (which also
+// takes tuple structs, as 7.3's does). `pinned_init::Zeroable` names both, so it comes in
+// by a glob, whose derive the explicit import below shadows.
+mod zeroable {
+    pub use pinned_init::Zeroable;
+}
+
+#[doc(no_inline)]
+pub use zeroable::*;
+
+#[doc(no_inline)]
+pub use crate::macros::Zeroable;
+
+// 7.3's `init!` and `pin_init!` (`pin_init`'s): ours take the type by any path, as 7.3's.
+#[doc(no_inline)]
+pub use crate::{
+    __init as init,
+    __pin_init as pin_init, //
 };
 
 #[doc(no_inline)]
@@ -38,6 +55,12 @@ pub use crate::{
         KVec,
         VBox,
         VVec, //
+    },
+    build_assert::{
+        build_assert,
+        build_error,
+        const_assert,
+        static_assert, //
     },
     dev_alert,
     dev_crit,

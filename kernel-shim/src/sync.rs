@@ -21,6 +21,7 @@
 //! Lock names and lock classes ([`LockClassKey`], [`static_lock_class!`]) are taken as in
 //! 7.3 and not used: there is no lockdep here.
 
+pub mod aref;
 pub mod atomic;
 pub mod barrier;
 mod condvar;

@@ -4,12 +4,13 @@
 //!
 //! They use only `proc_macro`, no `syn`, each macro in a module of its own. Host only: a
 //! kernel build uses the `macros` crate of Linux 7.3, whose `#[kunit_tests]` and `paste!`
-//! are its own.
+//! are its own, and 7.3's `pin_init`, whose `#[derive(Zeroable)]` is its own.
 
 use proc_macro::TokenStream;
 
 mod kunit;
 mod paste;
+mod zeroable;
 
 /// Marks a module as a KUnit suite.
 ///
@@ -56,4 +57,22 @@ pub fn kunit_tests(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn paste(input: TokenStream) -> TokenStream {
     paste::paste(input)
+}
+
+/// Derives `Zeroable` (`pinned_init`'s trait, the prelude's) for a struct with named
+/// fields, a tuple struct, a unit struct or a union, as Linux 7.3's `pin_init` derives it:
+/// `Zeroable` is added to every type parameter's bounds, and the build fails unless every
+/// field's type is `Zeroable`. An enum is refused.
+///
+/// ```ignore
+/// #[derive(Zeroable)]
+/// struct Header([u8; 64]);
+/// ```
+///
+/// The expansion names `::pinned_init::Zeroable`: the crate using the derive depends on
+/// `pinned-init`, as for `#[pin_data]` (7.3's names `::pin_init::Zeroable`). Host only: in
+/// a kernel the prelude's derive is 7.3's own.
+#[proc_macro_derive(Zeroable)]
+pub fn derive_zeroable(input: TokenStream) -> TokenStream {
+    zeroable::derive(input)
 }

@@ -122,7 +122,7 @@ fn glue(group: &Group) -> Result<Ident, Failure> {
     Ok(Ident::new(&name, group.span()))
 }
 
-fn compile_error(message: &str, span: Span) -> TokenStream {
+pub(crate) fn compile_error(message: &str, span: Span) -> TokenStream {
     let tokens: TokenStream = format!("::core::compile_error!({message:?});")
         .parse()
         .unwrap_or_default();

@@ -162,6 +162,37 @@ impl<T, A: Allocator> Vec<T, A> {
     pub fn clear(&mut self) {
         self.buf.clear();
     }
+
+    /// Returns the elements as a slice.
+    ///
+    /// ```
+    /// use kernel::prelude::*;
+    ///
+    /// let mut v = KVec::new();
+    /// v.push(1, GFP_KERNEL)?;
+    /// v.push(2, GFP_KERNEL)?;
+    /// assert_eq!(v.as_slice(), &[1, 2]);
+    /// # Ok::<(), Error>(())
+    /// ```
+    #[inline]
+    pub fn as_slice(&self) -> &[T] {
+        self
+    }
+
+    /// Returns the elements as a mutable slice.
+    ///
+    /// ```
+    /// use kernel::prelude::*;
+    ///
+    /// let mut v = KVVec::from_elem(0u8, 3, GFP_KERNEL)?;
+    /// v.as_mut_slice()[1] = 7;
+    /// assert_eq!(v.as_slice(), &[0, 7, 0]);
+    /// # Ok::<(), Error>(())
+    /// ```
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        self
+    }
 }
 
 impl<T: Clone, A: Allocator> Vec<T, A> {
@@ -190,6 +221,50 @@ impl<T: Clone, A: Allocator> Vec<T, A> {
         // Room is reserved for `new_len` elements: this does not allocate.
         self.buf.resize(new_len, value);
         Ok(())
+    }
+
+    /// Appends `n` clones of `value` (none if `n` is zero).
+    ///
+    /// # Errors
+    ///
+    /// - [`AllocError`] if the vector cannot grow by `n` (see [`Vec::reserve`]); the
+    ///   vector is unchanged.
+    ///
+    /// ```
+    /// use kernel::prelude::*;
+    ///
+    /// let mut v = KVec::new();
+    /// v.push(1, GFP_KERNEL)?;
+    /// v.extend_with(3, 5, GFP_KERNEL)?;
+    /// v.extend_with(0, 9, GFP_KERNEL)?;
+    /// assert_eq!(v, [1, 5, 5, 5]);
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn extend_with(&mut self, n: usize, value: T, flags: Flags) -> Result<(), AllocError> {
+        self.reserve(n, flags)?;
+        // Room is reserved for `n` more: this does not allocate.
+        self.buf.resize(self.buf.len() + n, value);
+        Ok(())
+    }
+
+    /// Creates a vector of `n` clones of `value`.
+    ///
+    /// # Errors
+    ///
+    /// - [`AllocError`] if the memory for `n` elements cannot be had.
+    ///
+    /// ```
+    /// use kernel::prelude::*;
+    ///
+    /// let v = KVVec::from_elem(0xa5u8, 4, GFP_KERNEL)?;
+    /// assert_eq!(v, [0xa5; 4]);
+    /// assert!(KVVec::<u8>::from_elem(0, 0, GFP_KERNEL)?.is_empty());
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn from_elem(value: T, n: usize, flags: Flags) -> Result<Self, AllocError> {
+        let mut v = Self::with_capacity(n, flags)?;
+        v.extend_with(n, value, flags)?;
+        Ok(v)
     }
 }
 
