@@ -24,6 +24,7 @@ pub mod tests {
     };
     use nova_core::gsp::{
         commands::{
+            command_payload_len,
             ConfigMirror,
             GetGspStaticInfo,
             GspSetSystemInfo,
@@ -31,6 +32,8 @@ pub mod tests {
             PackedRegistryEntry,
             PackedRegistryTable,
             PciFunction,
+            RmControl,
+            RmControlHeader,
             UnloadingGuestDriver,
             MAX_USER_VA, //
         },
@@ -101,6 +104,7 @@ pub mod tests {
             (MsgFunction::ContinuationRecord, 71),
             (MsgFunction::GspSetSystemInfo, 72),
             (MsgFunction::SetRegistry, 73),
+            (MsgFunction::GspRmControl, 76),
             (MsgFunction::VgspCeCopy, 0x0f01),
             (MsgFunction::GspInitDone, 0x1001),
             (MsgFunction::GspRunCpuSequencer, 0x1002),
@@ -120,6 +124,7 @@ pub mod tests {
         }
         assert_eq!(MsgFunction::UcodeLibosPrint.name(), "UCODE_LIBOS_PRINT");
         assert_eq!(MsgFunction::VgspCeCopy.name(), "VGSP_CE_COPY");
+        assert_eq!(MsgFunction::GspRmControl.name(), "GSP_RM_CONTROL");
     }
 
     #[test]
@@ -235,6 +240,52 @@ pub mod tests {
             new_level: 3,
         };
         assert_eq!(unload.as_bytes(), [1, 2, 0, 0, 3, 0, 0, 0]);
+    }
+
+    #[test]
+    fn rm_control_layout_matches_r570() -> Result {
+        assert_eq!(size_of::<RmControlHeader>(), 0x18);
+        let params = [0xeeu8; 5];
+        let control = RmControl {
+            h_client: 0xc1d0_0001,
+            h_object: 0x5c00_0002,
+            cmd: 0x2080_0123,
+            params: &params,
+        };
+        let payload = crate::fixture::wire_payload(&control)?;
+        // hClient, hObject, cmd, status, paramsSize, flags, then the parameters.
+        let words: [u32; 6] = core::array::from_fn(|i| le32(&payload, i * 4));
+        assert_eq!(words, [0xc1d0_0001, 0x5c00_0002, 0x2080_0123, NV_OK, 5, 0]);
+        assert!(payload[0x18..] == params[..]);
+        Ok(())
+    }
+
+    #[test]
+    fn rm_control_payload_len_is_header_plus_params_size() -> Result {
+        let params_size = 200 << 10;
+        let head = RmControlHeader {
+            cmd: 0x0f00_0001,
+            params_size,
+            ..RmControlHeader::default()
+        };
+        // A head carries its header and the first chunk of the parameters.
+        let mut bytes = KVec::new();
+        bytes.extend_from_slice(head.as_bytes(), GFP_KERNEL)?;
+        bytes.resize(MAX_ELEMENT_PAYLOAD, 0x5a, GFP_KERNEL)?;
+        let function = u32::from(MsgFunction::GspRmControl);
+        assert_eq!(
+            command_payload_len(function, &bytes),
+            Ok(Some(0x18 + (200 << 10)))
+        );
+        assert_eq!(
+            command_payload_len(function, &bytes[..0x18]),
+            Ok(Some(0x18 + (200 << 10)))
+        );
+        assert_eq!(
+            command_payload_len(function, &bytes[..0x17]),
+            Err(Malformed("RM control shorter than its header"))
+        );
+        Ok(())
     }
 
     #[test]

@@ -70,6 +70,8 @@ pub mod tests {
         commands::{
             Echo,
             EchoHeader,
+            RmControl,
+            RmControlHeader,
             UnloadingGuestDriver,
             UnloadingGuestDriverReply, //
         },
@@ -78,6 +80,7 @@ pub mod tests {
             MsgFunction, //
         },
     };
+    use nova_core::num::FromSafeCast;
 
     use super::{
         mixed_sizes,
@@ -226,6 +229,34 @@ pub mod tests {
         assert_eq!(echoed, Ok(true));
         assert_eq!(unloaded, Ok(UnloadingGuestDriverReply));
         assert_eq!(stats?.replies, 2);
+        Ok(())
+    }
+
+    #[test]
+    fn rm_control_echo_of_200_kib_returns_its_params() -> Result {
+        // A head and three continuation records each way.
+        let params = Pair::pattern(200 << 10, 11)?;
+        let wire = core::mem::size_of::<RmControlHeader>() + params.len();
+        let (echoed, stats) = with_gsp_thread(0, |gsp, bar, _| {
+            let control = RmControl {
+                h_client: 0xc1d0_0001,
+                h_object: 0x5c00_0002,
+                cmd: vgsp::VGSP_CTRL_CMD_ECHO,
+                params: &params,
+            };
+            gsp.cmdq
+                .send_command(bar, control)
+                .map(|reply| (reply.status, reply.params[..] == params[..]))
+        })?;
+        assert_eq!(echoed, Ok((fw::NV_OK, true)));
+        let stats = stats?;
+        let continuations = u64::from_safe_cast(fw::element_count_for_rpc(wire)) - 1;
+        assert_eq!(continuations, 3);
+        assert_eq!(stats.commands, 1);
+        assert_eq!(stats.replies, 1);
+        assert_eq!(stats.malformed, 0);
+        assert_eq!(stats.continuations_in, continuations);
+        assert_eq!(stats.continuations_out, continuations);
         Ok(())
     }
 

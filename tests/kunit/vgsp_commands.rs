@@ -19,6 +19,9 @@ pub mod tests {
             GspStaticConfigInfo,
             LibosPrint,
             RegistryEntryType,
+            RmControl,
+            RmControlHeader,
+            RmControlReply,
             SetRegistry,
             UnloadingGuestDriver, //
         },
@@ -405,6 +408,118 @@ pub mod tests {
         assert_eq!((reply.function, reply.sequence), (0x0777, 5));
         assert_eq!(reply.function(), Err(EINVAL));
         assert_eq!(reply.rpc_result, fw::NV_ERR_NOT_SUPPORTED);
+        Ok(())
+    }
+
+    /// An RM control of `cmd` on made-up handles, with `params`.
+    fn rm_control(cmd: u32, params: &[u8]) -> RmControl<'_> {
+        RmControl {
+            h_client: 0xc1d0_0001,
+            h_object: 0x5c00_0002,
+            cmd,
+            params,
+        }
+    }
+
+    #[test]
+    fn rm_control_echo_returns_its_params_with_nv_ok() -> Result {
+        let mut pair = Pair::new()?;
+        let params = Pair::pattern(100, 3)?;
+        let control = rm_control(vgsp::VGSP_CTRL_CMD_ECHO, &params);
+        let sent = wire_payload(&control)?;
+        let seq = pair.cmdq.post(pair.bar.bar(), &control)?;
+        pair.gsp_run()?;
+        let msg = pair.cmdq.receive_any(LONG)?;
+        assert_eq!(
+            (msg.function(), msg.sequence, msg.rpc_result),
+            (Ok(MsgFunction::GspRmControl), seq, fw::NV_OK)
+        );
+        // The header comes back as sent, its status `NV_OK` as it was, then the params.
+        assert!(msg.payload[..] == sent[..]);
+        let reply = pair.cmdq.read_msg::<RmControlReply>(&msg)?;
+        assert_eq!(reply.status, fw::NV_OK);
+        assert!(reply.params[..] == params[..]);
+        assert_eq!(pair.gsp.stats.commands, 1);
+        assert_eq!(pair.gsp.stats.replies, 1);
+        assert_eq!(pair.gsp.stats.malformed, 0);
+        Ok(())
+    }
+
+    #[test]
+    fn unknown_rm_control_gets_not_supported_in_its_status() -> Result {
+        let mut pair = Pair::new()?;
+        let control = rm_control(vgsp::VGSP_CTRL_CMD_ECHO + 1, b"abc");
+        let sent = wire_payload(&control)?;
+        let seq = pair.cmdq.post(pair.bar.bar(), &control)?;
+        pair.gsp_run()?;
+        let msg = pair.cmdq.receive_any(LONG)?;
+        // The RPC itself succeeded: the control's failure is in the header.
+        assert_eq!(
+            (msg.function(), msg.sequence, msg.rpc_result),
+            (Ok(MsgFunction::GspRmControl), seq, fw::NV_OK)
+        );
+        let status = core::mem::offset_of!(RmControlHeader, status);
+        assert!(msg.payload[..status] == sent[..status]);
+        assert!(msg.payload[status + 4..] == sent[status + 4..]);
+        let reply = pair.cmdq.read_msg::<RmControlReply>(&msg)?;
+        assert_eq!(reply.status, fw::NV_ERR_NOT_SUPPORTED);
+        assert!(reply.params[..] == b"abc"[..]);
+        assert_eq!(pair.gsp.stats.replies, 1);
+        assert_eq!(pair.gsp.stats.malformed, 0);
+        Ok(())
+    }
+
+    #[test]
+    fn gsp_refuses_an_rm_control_shorter_than_its_params_size() -> Result {
+        let mut pair = Pair::new()?;
+        let header = RmControlHeader {
+            cmd: vgsp::VGSP_CTRL_CMD_ECHO,
+            params_size: 16,
+            ..RmControlHeader::default()
+        };
+        let mut payload = KVec::new();
+        payload.extend_from_slice(header.as_bytes(), GFP_KERNEL)?;
+        payload.extend_from_slice(b"abcd", GFP_KERNEL)?;
+        // One element, not a full one: no continuation record can bring the rest.
+        let seq = pair
+            .cmdq
+            .send_rpc(pair.bar.bar(), MsgFunction::GspRmControl, &payload, LONG)?;
+        pair.gsp_run()?;
+        let msg = pair.cmdq.receive_any(LONG)?;
+        assert_eq!(
+            (msg.function(), msg.sequence, msg.rpc_result),
+            (
+                Ok(MsgFunction::GspRmControl),
+                seq,
+                fw::NV_ERR_INVALID_ARGUMENT
+            )
+        );
+        assert!(msg.payload.is_empty());
+        assert_eq!(pair.gsp.stats.malformed, 1);
+        assert_eq!(
+            pair.cmdq.read_msg::<RmControlReply>(&msg).err(),
+            Some(EINVAL)
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn driver_refuses_an_rm_control_reply_not_of_its_params_size() -> Result {
+        let header = RmControlHeader {
+            params_size: 4,
+            ..RmControlHeader::default()
+        };
+        let mut raw = KVec::new();
+        raw.extend_from_slice(header.as_bytes(), GFP_KERNEL)?;
+        raw.extend_from_slice(b"abcde", GFP_KERNEL)?;
+        let end = core::mem::size_of::<RmControlHeader>() + 4;
+        assert_eq!(
+            read_payload::<RmControlReply>(&raw[..end - 1]).err(),
+            Some(EIO)
+        );
+        assert_eq!(read_payload::<RmControlReply>(&raw).err(), Some(EIO));
+        let reply = read_payload::<RmControlReply>(&raw[..end])?;
+        assert!(reply.params[..] == b"abcd"[..]);
         Ok(())
     }
 

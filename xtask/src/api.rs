@@ -173,7 +173,7 @@ pub(crate) fn jobs() -> usize {
 }
 
 /// Returns the release a tree's `Makefile` names, as `KERNELVERSION` spells it.
-fn kernel_version(tree: &Path) -> Result<String, String> {
+pub(crate) fn kernel_version(tree: &Path) -> Result<String, String> {
     let path = tree.join("Makefile");
     let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     release(&text).ok_or_else(|| format!("{} names no VERSION", path.display()))

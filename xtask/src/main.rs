@@ -24,10 +24,14 @@
 //!
 //! `cargo xtask kernel-7.3 [--without-project] [x86_64|arm64]...`: the kernel tier on
 //! Linux 7.3, the project built into the tree and booted under QEMU (see [`kernel`]).
+//!
+//! `cargo xtask upstream [--tree DIR] [--patch FILE]... [WHAT...]`: a tree's own
+//! nova-core queue, unmodified, against the virtual GSP (see [`upstream`]).
 
 mod api;
 mod kernel;
 mod linux;
+mod upstream;
 
 use std::{
     collections::VecDeque,
@@ -432,10 +436,12 @@ fn main() -> ExitCode {
         Some("check-patches") => linux::check_patches(&args[1..]),
         Some("api-7.3") => api::api_7_3(&args[1..]),
         Some("kernel-7.3") => kernel::kernel_7_3(&args[1..]),
+        Some("upstream") => upstream::upstream(&args[1..]),
         _ => Err(
             "usage: cargo xtask ordering-mutants [--jobs N] [--list] | linux-7.3 | \
                   check-patches [--tree DIR] | api-7.3 [--tree DIR] | \
-                  kernel-7.3 [--without-project] [x86_64|arm64]..."
+                  kernel-7.3 [--without-project] [x86_64|arm64]... | \
+                  upstream [--tree DIR] [--patch FILE]... [WHAT...]"
                 .into(),
         ),
     };

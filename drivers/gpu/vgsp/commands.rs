@@ -13,7 +13,8 @@ use nova_core::gsp::{
         GspStaticConfigInfo,
         PackedRegistryEntry,
         PackedRegistryTable,
-        RegistryEntryType, //
+        RegistryEntryType,
+        RmControlHeader, //
     },
     fw::{
         self,
@@ -23,6 +24,7 @@ use nova_core::gsp::{
         MAX_ELEMENT_PAGES, //
     },
 };
+use nova_core::num::FromSafeCast;
 use zerocopy::{
     FromBytes,
     IntoBytes, //
@@ -37,6 +39,26 @@ use crate::{
     GPU_SHORT_NAME,
     PCI_FUNCTION, //
 };
+
+/// `VGSP_CTRL_CMD_ECHO`: the virtual GSP's one RM control (`GSP_RM_CONTROL`), answered
+/// with status `NV_OK` and its parameters sent back byte for byte: traffic of any size for
+/// tests that a driver knowing only r570's functions can send (upstream's knows no
+/// `VGSP_ECHO`). The client and object handles are not looked at: the virtual GSP has no
+/// objects.
+///
+/// Any other control is answered too, with its header and parameters echoed and
+/// `NV_ERR_NOT_SUPPORTED` in the header's `status`, the reply's `rpc_result` `NV_OK`: a
+/// failed control reported where nouveau's r535 code looks for it (it refuses a reply
+/// whose `rpc_result` is not `NV_OK`, then turns a non-zero `status` into an errno), not as
+/// a failed RPC. That is our choice, not a measured behaviour of r570's firmware.
+///
+/// An NVIDIA control number is `class << 16 | category << 8 | index`, the class being that
+/// of the object addressed (`0x0000` a client, `0x0080` a device, `0x2080` a subdevice,
+/// ...). This one's class, `0x0f00`, is no NVIDIA class: NVIDIA's class headers
+/// (`src/common/sdk/nvidia/inc/class/` of its open GPU kernel modules) number none between
+/// `0x0101` and `0x2080`, so no control of theirs carries it, and it is the block of the
+/// virtual GSP's own function numbers (`VGSP_*`, `0x0f01`..).
+pub const VGSP_CTRL_CMD_ECHO: u32 = 0x0f00_0001;
 
 /// A split command being reassembled in `rx_buf`.
 pub(crate) struct Assembly {
@@ -177,7 +199,9 @@ impl Vgsp<'_> {
     }
 
     /// Acts on a whole command; a function it does not serve, known or not, gets an
-    /// `NV_ERR_NOT_SUPPORTED` reply.
+    /// `NV_ERR_NOT_SUPPORTED` reply. An RM control is answered with its header and
+    /// parameters: echoed with status `NV_OK` for [`VGSP_CTRL_CMD_ECHO`], echoed with
+    /// status `NV_ERR_NOT_SUPPORTED` for any other control.
     fn handle_command(&mut self, function: u32, sequence: u32, payload: &[u8]) -> Result {
         self.stats.commands += 1;
         match MsgFunction::try_from(function) {
@@ -210,6 +234,25 @@ impl Vgsp<'_> {
                 let mut out = KVec::new();
                 out.extend_from_slice(info.as_bytes(), GFP_KERNEL)?;
                 self.reply(function, sequence, out)?;
+            }
+            Ok(MsgFunction::GspRmControl) => {
+                // `consume_element` delimited the command by its `params_size`; checked
+                // again here, as the other commands' layouts are, on the bytes acted on.
+                let Some((mut control, params)) = parse_rm_control(payload) else {
+                    return self.reject(function, sequence);
+                };
+                // A control the GSP does not have is answered, not refused: the reply's
+                // `rpc_result` says the RPC was carried out, the header's `status` that the
+                // control failed (our choice; it is the field nouveau's r535 turns into an
+                // errno once the reply's `rpc_result` has passed).
+                control.status = match control.cmd {
+                    VGSP_CTRL_CMD_ECHO => fw::NV_OK,
+                    _ => fw::NV_ERR_NOT_SUPPORTED,
+                };
+                let mut answer = KVec::with_capacity(payload.len(), GFP_KERNEL)?;
+                answer.extend_from_slice(control.as_bytes(), GFP_KERNEL)?;
+                answer.extend_from_slice(params, GFP_KERNEL)?;
+                self.reply(function, sequence, answer)?;
             }
             Ok(MsgFunction::UnloadingGuestDriver) => self.reply(function, sequence, KVec::new())?,
             Ok(MsgFunction::VgspCeCopy) => match self.accept_copy(payload) {
@@ -263,6 +306,13 @@ fn static_info(request: &[u8]) -> GspStaticConfigInfo {
     info.vbios_sub_vendor = u32::from(PCI_FUNCTION.subsystem_vendor_id);
     info.vbios_sub_device = u32::from(PCI_FUNCTION.subsystem_id);
     info
+}
+
+/// Splits an RM control into its header and its parameters, if the header's
+/// `params_size` is the number of bytes after it.
+fn parse_rm_control(payload: &[u8]) -> Option<(RmControlHeader, &[u8])> {
+    let (control, params) = RmControlHeader::read_from_prefix(payload).ok()?;
+    (usize::from_safe_cast(control.params_size) == params.len()).then_some((control, params))
 }
 
 /// Checks a packed registry table as r570 lays it out; returns its number of entries.

@@ -51,6 +51,8 @@ use nova_core::gsp::{
 };
 use vdev::DmaView;
 
+pub use crate::commands::VGSP_CTRL_CMD_ECHO;
+
 use crate::{
     ce::{
         CopyJob,

@@ -16,6 +16,11 @@
 //! this crate's. Nested r570 structures the driver does not look into are opaque byte
 //! arrays of the right size and offset; implicit padding is spelled out as `pad*`
 //! fields, which are zero.
+//!
+//! One exception: those bindings number `GSP_RM_CONTROL` (76) but do not declare its
+//! payload, so [`RmControlHeader`] follows nouveau's (`rpc_gsp_rm_control_v03_00` in
+//! `drivers/gpu/drm/nouveau/nvkm/subdev/gsp/rm/r535/nvrm/ctrl.h` of the same tree, an
+//! excerpt of NVIDIA's 535 headers that nouveau's r570 code uses unchanged).
 
 use kernel::prelude::*;
 use static_assertions::const_assert_eq;
@@ -42,7 +47,8 @@ use crate::gsp::{
         assert_layout,
         Malformed,
         MsgFunction,
-        GSP_PAGE_SIZE, //
+        GSP_PAGE_SIZE,
+        NV_OK, //
     },
 };
 use crate::num::{
@@ -1005,13 +1011,118 @@ impl MessageFromGsp for SinkReply {
     }
 }
 
+/// The fixed part of `GSP_RM_CONTROL` (r570's `rpc_gsp_rm_control_v03_00`): which control
+/// to run on which object, and the length of its parameters, which follow it. The GSP
+/// answers with the same structure, `status` set and the parameters filled in.
+///
+/// `params_size` is also how the GSP knows where a split control ends. The structure ends
+/// in a flexible array (`params[]`) that adds nothing to its size.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct RmControlHeader {
+    /// The handle of the client the object belongs to (`hClient`).
+    pub h_client: u32,
+    /// The handle of the object the control is addressed to (`hObject`).
+    pub h_object: u32,
+    /// The control: `class << 16 | category << 8 | index`, the class being the object's.
+    pub cmd: u32,
+    /// [`NV_OK`] on send; in the reply, the control's own result (an `NV_ERR_*` if it
+    /// failed), the reply's `rpc_result` being [`NV_OK`] all the same.
+    pub status: u32,
+    /// The number of parameter bytes after this header (`paramsSize`).
+    pub params_size: u32,
+    /// Flags of the call; 0, as nouveau sends it.
+    pub flags: u32,
+}
+
+assert_layout!(RmControlHeader, size 0x18, {
+    h_client: 0x0,
+    h_object: 0x4,
+    cmd: 0x8,
+    status: 0xc,
+    params_size: 0x10,
+    flags: 0x14,
+});
+const_assert_eq!(core::mem::align_of::<RmControlHeader>(), 4);
+
+/// `GSP_RM_CONTROL`: runs control `cmd` on object `h_object` of client `h_client` with
+/// `params`, its parameters as bytes. The reply ([`RmControlReply`]) carries the control's
+/// status and the parameters as the GSP filled them in.
+pub struct RmControl<'a> {
+    /// The client's handle.
+    pub h_client: u32,
+    /// The object's handle.
+    pub h_object: u32,
+    /// The control.
+    pub cmd: u32,
+    /// The parameters.
+    pub params: &'a [u8],
+}
+
+impl CommandToGsp for RmControl<'_> {
+    const FUNCTION: MsgFunction = MsgFunction::GspRmControl;
+    type Command = RmControlHeader;
+    type Reply = RmControlReply;
+
+    fn init(&self) -> RmControlHeader {
+        RmControlHeader {
+            h_client: self.h_client,
+            h_object: self.h_object,
+            cmd: self.cmd,
+            status: NV_OK,
+            // As for `Echo`: longer parameters are refused by the send before anything
+            // reaches the ring; 0 never passes for them.
+            params_size: u32::try_from(self.params.len()).unwrap_or_default(),
+            flags: 0,
+        }
+    }
+
+    fn variable_payload(&self) -> &[u8] {
+        self.params
+    }
+}
+
+/// The GSP's answer to an [`RmControl`].
+///
+/// A control that failed still comes as a reply whose `rpc_result` is `NV_OK`, with the
+/// failure in [`RmControlReply::status`]: what to make of it is the caller's (nouveau maps
+/// it to an errno).
+pub struct RmControlReply {
+    /// The control's result: `NV_OK`, or the `NV_ERR_*` it failed with.
+    pub status: u32,
+    /// The parameters as the GSP returned them.
+    pub params: KVec<u8>,
+}
+
+impl MessageFromGsp for RmControlReply {
+    const FUNCTION: MsgFunction = MsgFunction::GspRmControl;
+    type Message = RmControlHeader;
+
+    /// # Errors
+    ///
+    /// - `EIO` if the bytes after the header are not `params_size` many.
+    /// - `ENOMEM` if they cannot be kept.
+    fn read(msg: &RmControlHeader, rest: &[u8]) -> Result<Self> {
+        if rest.len() != usize::from_safe_cast(msg.params_size) {
+            return Err(EIO);
+        }
+        Ok(Self {
+            status: msg.status,
+            params: bytes(rest)?,
+        })
+    }
+}
+
 /// Returns the payload length of the whole command that a head element starting with
 /// `head` begins, read from the command's own fields as the firmware reads them, or
 /// `None` for a function whose commands never span more than one element.
 ///
 /// A split command's head carries only its own chunk in `rpc.length` (upstream's and
 /// nouveau's `rpc.length`: header plus chunk); the GSP learns where the command ends
-/// from the command itself: the registry table's `size`, an echo's `length`.
+/// from the command itself: the registry table's `size`, an echo's `length`, an RM
+/// control's `params_size`.
 ///
 /// # Errors
 ///
@@ -1033,6 +1144,15 @@ pub fn command_payload_len(
             // The sum cannot overflow a 64-bit `usize`.
             Ok(Some(
                 core::mem::size_of::<EchoHeader>() + usize::from_safe_cast(echo.length),
+            ))
+        }
+        Ok(MsgFunction::GspRmControl) => {
+            let (control, _) = RmControlHeader::read_from_prefix(head)
+                .map_err(|_| read("RM control shorter than its header"))?;
+            // As for the echo, the sum cannot overflow.
+            Ok(Some(
+                core::mem::size_of::<RmControlHeader>()
+                    + usize::from_safe_cast(control.params_size),
             ))
         }
         _ => Ok(None),

@@ -195,6 +195,11 @@ msg_functions! {
     GspSetSystemInfo = 72 => "GSP_SET_SYSTEM_INFO",
     /// `SET_REGISTRY`: the registry keys the GSP boots with.
     SetRegistry = 73 => "SET_REGISTRY",
+    /// `GSP_RM_CONTROL`: a resource-manager control call on an object of the firmware's
+    /// (a [`RmControlHeader`](crate::gsp::commands::RmControlHeader) naming the client,
+    /// the object and the control, then the control's parameters), answered with the same
+    /// structure, the parameters filled in.
+    GspRmControl = 76 => "GSP_RM_CONTROL",
     /// `VGSP_CE_COPY`: a copy by the virtual GSP's copy engine, signalled on an
     /// `mbarrier`. Not an r570 function: the virtual GSP's own, numbered clear of them.
     VgspCeCopy = 0x0f01 => "VGSP_CE_COPY",

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The machine upstream's queue runs on (ours): a host device whose coherent memory is a
+//! pool at bus addresses unlike its CPU addresses, a simulated BAR0 whose doorbell wakes
+//! the GSP, and the virtual GSP on a thread of its own.
+//!
+//! The GSP finds the queues as the firmware does, from the bus address upstream's own
+//! `GspArgumentsCached` hands it, and reaches them only through the pool's window, so
+//! nothing of upstream's allocation is shared with it other than by that address.
+
+use core::sync::atomic::{
+    AtomicBool,
+    Ordering, //
+};
+
+use std::boxed::Box;
+
+use kernel::{
+    device::{
+        Bound,
+        Device, //
+    },
+    dma::DmaView,
+    host::DmaPool,
+    io::register::Register,
+    prelude::*,
+    time::{
+        delay::fsleep,
+        Delta, //
+    },
+    transmute::AsBytes,
+    vdev::{
+        run_beside,
+        SimBar, //
+    },
+};
+use nova_core::gsp::regs::NV_PGSP_QUEUE_HEAD;
+use vgsp::{
+    Progress,
+    Stats,
+    Vgsp, //
+};
+
+use crate::{
+    driver::BAR0_SIZE,
+    gsp::{cmdq::Cmdq, fw::GspArgumentsCached, GSP_PAGE_SIZE},
+};
+
+/// The bus address of the pool's first page: unlike any CPU address.
+const BUS_BASE: u64 = 0x8000_0000;
+
+/// Pages of the pool: `GspMem` (129 pages) and room to spare.
+const POOL_PAGES: usize = 160;
+
+/// How long an idle GSP sleeps on the doorbell before it looks at its stop flag again.
+const IDLE_WAIT: Delta = Delta::from_millis(20);
+
+#[repr(C, align(4096))]
+struct Pages([u8; POOL_PAGES * GSP_PAGE_SIZE]);
+
+/// A device whose coherent memory is a fresh pool, and the pool's window as the device
+/// sees it. Both leaked: a pooled device needs a `'static` pool, and upstream's queue
+/// keeps a count of its device.
+fn pooled_device() -> Result<(&'static Device<Bound>, DmaView<'static>)> {
+    let mem = Box::leak(Box::new(Pages([0; POOL_PAGES * GSP_PAGE_SIZE])));
+    let (base, len) = (mem.0.as_mut_ptr(), mem.0.len());
+    // SAFETY: `mem` is leaked, so valid for reads and writes of `len` bytes for ever; it
+    // is reached only through the pool's allocations and the device's window below.
+    let pool = unsafe { DmaPool::new(base, len, BUS_BASE) }?;
+    let pool: &'static DmaPool = Box::leak(Box::new(pool));
+    let dev = Box::leak(Box::new(Device::with_dma_pool("upstream", pool)));
+    // SAFETY: as above; the device's accesses are bounds-checked views of the same bytes.
+    let window = unsafe { DmaView::from_raw_parts(base, len) };
+    Ok((dev, window))
+}
+
+/// Returns the bus address of the queues `cmdq` tells the GSP of: the first field of
+/// upstream's `GspArgumentsCached` (`messageQueueInitArguments.sharedMemPhysAddr`).
+fn queue_address(cmdq: &Cmdq) -> Result<u64> {
+    let args = KBox::init(GspArgumentsCached::new(cmdq), GFP_KERNEL)?;
+    let bytes = args.as_bytes().get(..8).ok_or(EINVAL)?;
+    Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| EINVAL)?))
+}
+
+/// Serves `gsp` until `stop` is set: works while there is work, sleeps on the doorbell
+/// when idle.
+fn serve(gsp: &mut Vgsp<'_>, bar: &SimBar<BAR0_SIZE>, stop: &AtomicBool) -> Result {
+    // ORDERING: `Acquire` pairs with the `Release` store in `with_gsp`; it hands over the
+    // stop request only, the rings are ordered by their own barriers.
+    while !stop.load(Ordering::Acquire) {
+        let seen = bar.doorbell_count();
+        match gsp.step()? {
+            Progress::Worked => {}
+            Progress::Blocked => fsleep(Delta::from_micros(1)),
+            Progress::Idle => {
+                bar.wait_doorbell(seen, IDLE_WAIT);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `f` with upstream's `Cmdq` on a fresh device and the virtual GSP serving it on a
+/// thread of its own, found by the queue address upstream gives it. Returns what `f`
+/// returned and the GSP's counters, or its error.
+///
+/// # Errors
+///
+/// - `ENOMEM` if the memory cannot be had.
+/// - `EINVAL` if upstream's queue address is outside the pool.
+pub(crate) fn with_gsp<R>(
+    log_every: u64,
+    f: impl FnOnce(&Cmdq, &SimBar<BAR0_SIZE>) -> R,
+) -> Result<(R, Result<Stats>)> {
+    let (dev, window) = pooled_device()?;
+    let cmdq = KBox::pin_init(Cmdq::new(dev), GFP_KERNEL)?;
+    let offset = queue_address(&cmdq)?
+        .checked_sub(BUS_BASE)
+        .and_then(|off| usize::try_from(off).ok())
+        .ok_or(EINVAL)?;
+    let gsp_mem = window.subview(offset, window.len().saturating_sub(offset))?;
+    let bar = SimBar::<BAR0_SIZE>::new(&[NV_PGSP_QUEUE_HEAD::OFFSET])?;
+    let stop = AtomicBool::new(false);
+    let mut stats = Stats::default();
+    let (served, r) = run_beside(
+        || {
+            let mut gsp = Vgsp::new(gsp_mem)?;
+            gsp.set_log_every(log_every);
+            let served = serve(&mut gsp, &bar, &stop);
+            stats = gsp.stats;
+            served
+        },
+        || {
+            let r = f(&cmdq, &bar);
+            // ORDERING: `Release` pairs with the `Acquire` load in `serve`.
+            stop.store(true, Ordering::Release);
+            bar.kick();
+            r
+        },
+    );
+    Ok((r, served.map(|()| stats)))
+}

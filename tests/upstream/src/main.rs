@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `vgsp-upstream --name NAME [WHAT...]`: runs the checks on the tree's queue this binary
+//! was built from (`cargo xtask upstream` builds and runs it), one section each, a
+//! `finding:` line per finding, the summary line last.
+//!
+//! Exit status: 0 when every check ran and the echo matched; 1 when the echo failed;
+//! 2 when a check could not run or `WHAT` names none this harness has.
+
+use std::process::ExitCode;
+
+use vgsp_upstream::checks;
+
+/// The checks, in the order they run when none is named.
+const CHECKS: &[&str] = &["echo"];
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let mut name = String::from("upstream");
+    let mut what = Vec::new();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--name" => name = args.next().unwrap_or_default(),
+            check if CHECKS.contains(&check) => what.push(arg),
+            other => {
+                eprintln!(
+                    "vgsp-upstream: no check {other:?}; this harness has: {}",
+                    CHECKS.join(", ")
+                );
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if what.is_empty() {
+        what = CHECKS.iter().map(|c| c.to_string()).collect();
+    }
+    let mut summary = Vec::new();
+    let mut echo_failed = false;
+    for check in &what {
+        println!("== {check}");
+        // `CHECKS` has `echo` alone so far.
+        {
+            match checks::echo() {
+                Ok(outcome) => {
+                    for finding in &outcome.findings {
+                        println!("finding: {finding}");
+                    }
+                    echo_failed = outcome.matched != outcome.sent;
+                    summary.push(format!("echo {}", if echo_failed { "FAIL" } else { "ok" }));
+                }
+                Err(e) => {
+                    eprintln!("vgsp-upstream: echo could not run: {e:?}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    }
+    println!("{name}: {}", summary.join(", "));
+    if echo_failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

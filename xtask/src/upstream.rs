@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `cargo xtask upstream [--tree DIR] [--patch FILE]... [WHAT...]`: a kernel tree's own
+//! nova-core message queue, unmodified, against the virtual GSP.
+//!
+//! 1. The tree is `--tree` (any tree with `drivers/gpu/nova-core`) or the Linux 7.3 tree
+//!    the kernel tier fetches and caches ([`crate::linux::linux_7_3`]).
+//! 2. With `--patch`, the tree's `drivers/gpu/nova-core` is copied to a scratch tree
+//!    (`target/upstream/tree`) and each patch applied there with `git apply`, in order; a
+//!    patch that does not apply is an error naming it. The tree itself is never written.
+//! 3. `tests/upstream` (crate `vgsp-upstream`, outside the workspace) is built against
+//!    that tree: its `build.rs` names the tree's queue files by path, so they are
+//!    compiled as they are. A build that fails is reported one line per error,
+//!    `upstream build: <file>:<line>: <code> <message>`, the file relative to the tree
+//!    for upstream's files (the tree differs from what the adapters expect) and to the
+//!    repository for ours (an adapter or the shim lacks what the tree needs).
+//! 4. The harness `vgsp-upstream` runs the checks `WHAT` names (all by default) and prints
+//!    one section each, `finding:` lines, and the summary line last.
+//!
+//! The exit status is 0 when the command worked, findings or not; 1 when the echo check
+//! failed; 2 when the command could not run (no tree, a patch that does not apply, a
+//! build that fails).
+
+use std::{
+    fs,
+    io::{
+        BufRead,
+        BufReader, //
+    },
+    path::{
+        Path,
+        PathBuf, //
+    },
+    process::{
+        Command,
+        Stdio, //
+    },
+};
+
+use serde_json::Value;
+
+use crate::{
+    api::kernel_version,
+    linux::linux_7_3, //
+};
+
+/// The queue files of nova-core that the harness compiles, relative to
+/// `drivers/gpu/nova-core`: what must exist in a tree for it to be measured.
+const QUEUE_FILES: &[&str] = &["gsp/cmdq.rs", "gsp/fw.rs", "sbuffer.rs", "num.rs"];
+
+/// What the command was asked to do.
+struct Options {
+    tree: Option<PathBuf>,
+    patches: Vec<PathBuf>,
+    what: Vec<String>,
+}
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let mut opts = Options {
+        tree: None,
+        patches: Vec::new(),
+        what: Vec::new(),
+    };
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--tree" => opts.tree = Some(args.next().ok_or("--tree needs a directory")?.into()),
+            "--patch" => opts
+                .patches
+                .push(args.next().ok_or("--patch needs a file")?.into()),
+            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
+            what => opts.what.push(what.to_string()),
+        }
+    }
+    Ok(opts)
+}
+
+/// Copies the directory `from` to `to`, recursively (files and directories only).
+fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
+    fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    for entry in fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
+        let entry = entry.map_err(|e| format!("{}: {e}", from.display()))?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if src.is_dir() {
+            copy_dir(&src, &dst)?;
+        } else {
+            fs::copy(&src, &dst).map_err(|e| format!("{}: {e}", src.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Makes the scratch tree: the tree's nova-core and `Makefile` (its version), with the
+/// patches applied. Returns its root.
+fn patched_tree(repo: &Path, tree: &Path, patches: &[PathBuf]) -> Result<PathBuf, String> {
+    let scratch = repo.join("target/upstream/tree");
+    if scratch.exists() {
+        fs::remove_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    }
+    let nova = "drivers/gpu/nova-core";
+    copy_dir(&tree.join(nova), &scratch.join(nova))?;
+    fs::copy(tree.join("Makefile"), scratch.join("Makefile"))
+        .map_err(|e| format!("{}: {e}", tree.join("Makefile").display()))?;
+    for patch in patches {
+        let patch =
+            fs::canonicalize(patch).map_err(|e| format!("patch {}: {e}", patch.display()))?;
+        // Only nova-core is in the scratch tree: the patch's other files (MAINTAINERS,
+        // say) are not this command's business.
+        let out = Command::new("git")
+            .args(["apply", "--include", &format!("{nova}/*")])
+            .arg(&patch)
+            .current_dir(&scratch)
+            .output()
+            .map_err(|e| format!("git apply: {e} (is git installed?)"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "patch {} does not apply to {}:\n{}",
+                patch.display(),
+                tree.display(),
+                String::from_utf8_lossy(&out.stderr).trim_end()
+            ));
+        }
+    }
+    Ok(scratch)
+}
+
+/// Returns where a compiler diagnostic points: upstream's files relative to the tree,
+/// ours relative to the repository, following macro expansions out to the file that
+/// used the macro.
+fn location(diag: &Value, tree: &Path, repo: &Path, manifest: &Path) -> String {
+    let spans = diag["spans"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let Some(mut span) = spans
+        .iter()
+        .find(|s| s["is_primary"].as_bool() == Some(true))
+        .or(spans.first())
+    else {
+        return "-".into();
+    };
+    let file = |span: &Value| manifest.join(span["file_name"].as_str().unwrap_or("?"));
+    while !file(span).starts_with(tree) && !file(span).starts_with(repo) {
+        match &span["expansion"]["span"] {
+            next @ Value::Object(_) => span = next,
+            _ => break,
+        }
+    }
+    let path = file(span);
+    let line = span["line_start"].as_u64().unwrap_or(0);
+    match (path.strip_prefix(tree), path.strip_prefix(repo)) {
+        (Ok(rel), _) => format!("upstream {}:{line}", rel.display()),
+        (_, Ok(rel)) => format!("ours {}:{line}", rel.display()),
+        _ => format!("{}:{line}", path.display()),
+    }
+}
+
+/// Builds the harness against `tree`; returns the binary, or every error the build had.
+fn build(repo: &Path, tree: &Path) -> Result<PathBuf, Vec<String>> {
+    let manifest = repo.join("tests/upstream");
+    let mut child = match Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--release",
+            "--message-format=json",
+            "--bin",
+            "vgsp-upstream",
+        ])
+        .current_dir(&manifest)
+        .env("VGSP_UPSTREAM_TREE", tree)
+        .env("CARGO_TARGET_DIR", repo.join("target/upstream"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => return Err(vec![format!("cannot run cargo: {e}")]),
+    };
+    let stdout = child.stdout.take().expect("piped");
+    let stderr = child.stderr.take().expect("piped");
+    // Cargo's own messages (a missing crate, a build script that panicked) come on
+    // stderr: kept for when no diagnostic explains the failure.
+    let cargo_log = std::thread::spawn(move || {
+        BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .filter(|l| !l.trim_start().starts_with("Compiling"))
+            .collect::<Vec<_>>()
+    });
+    let (mut errors, mut binary) = (Vec::new(), None);
+    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        match msg["reason"].as_str() {
+            Some("compiler-message") if msg["message"]["level"] == "error" => {
+                let diag = &msg["message"];
+                let code = diag["code"]["code"].as_str().unwrap_or("error");
+                let text = diag["message"].as_str().unwrap_or("?");
+                // The summary ("aborting due to N previous errors") names no place.
+                if !diag["spans"].as_array().is_some_and(Vec::is_empty) {
+                    errors.push(format!(
+                        "{}: {code} {text}",
+                        location(diag, tree, repo, &manifest)
+                    ));
+                }
+            }
+            Some("compiler-artifact") if msg["target"]["name"] == "vgsp-upstream" => {
+                binary = msg["executable"].as_str().map(PathBuf::from);
+            }
+            _ => {}
+        }
+    }
+    let ok = child.wait().is_ok_and(|s| s.success());
+    let cargo_log = cargo_log.join().unwrap_or_default();
+    match (ok, binary) {
+        (true, Some(binary)) => Ok(binary),
+        _ if !errors.is_empty() => Err(errors),
+        _ => Err(cargo_log
+            .into_iter()
+            .rev()
+            .take(20)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect()),
+    }
+}
+
+/// `cargo xtask upstream [--tree DIR] [--patch FILE]... [WHAT...]`.
+pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
+    let opts = parse(args).map_err(|e| {
+        format!("{e}\nusage: cargo xtask upstream [--tree DIR] [--patch FILE]... [WHAT...]")
+    })?;
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .ok_or("xtask is not inside the repository")?
+        .to_path_buf();
+    let tree = match &opts.tree {
+        Some(tree) => {
+            fs::canonicalize(tree).map_err(|e| format!("--tree {}: {e}", tree.display()))?
+        }
+        None => linux_7_3()?,
+    };
+    let nova = tree.join("drivers/gpu/nova-core");
+    if let Some(missing) = QUEUE_FILES.iter().find(|f| !nova.join(f).is_file()) {
+        return Err(format!(
+            "{} has no drivers/gpu/nova-core/{missing}: not a tree with nova-core's command queue",
+            tree.display()
+        ));
+    }
+    let version = kernel_version(&tree)?;
+    let built_from = match opts.patches.is_empty() {
+        true => tree.clone(),
+        false => patched_tree(&repo, &tree, &opts.patches)?,
+    };
+    let mut name = format!("upstream {version}");
+    for patch in &opts.patches {
+        let file = patch.file_name().map(|f| f.to_string_lossy().into_owned());
+        name += &format!(" +{}", file.unwrap_or_default());
+    }
+    println!("xtask: upstream: building {name}'s nova-core queue against the shim");
+    let binary = match build(&repo, &built_from) {
+        Ok(binary) => binary,
+        Err(errors) => {
+            for e in &errors {
+                println!("upstream build: {e}");
+            }
+            return Err(format!(
+                "{name}: the queue does not build with the project's adapters ({} errors above)",
+                errors.len()
+            ));
+        }
+    };
+    let status = Command::new(binary)
+        .arg("--name")
+        .arg(&name)
+        .args(&opts.what)
+        .status()
+        .map_err(|e| format!("cannot run the harness: {e}"))?;
+    match status.code() {
+        Some(0) => Ok(true),
+        Some(1) => Ok(false),
+        _ => Err(format!("the harness failed ({status})")),
+    }
+}
