@@ -15,7 +15,9 @@
 //!    for upstream's files (the tree differs from what the adapters expect) and to the
 //!    repository for ours (an adapter or the shim lacks what the tree needs).
 //! 4. The harness `vgsp-upstream` runs the checks `WHAT` names (all by default) and prints
-//!    one section each, `finding:` lines, and the summary line last.
+//!    one section each and `finding:` lines; `fuzz` is the cargo-fuzz target
+//!    `upstream_gspq_receive` (tests/upstream/fuzz, nightly), run here for
+//!    `VGSP_UPSTREAM_FUZZ_RUNS` inputs (20 000 by default). The summary line is last.
 //!
 //! The exit status is 0 when the command worked, findings or not; 1 when the echo check
 //! failed; 2 when the command could not run (no tree, a patch that does not apply, a
@@ -105,13 +107,28 @@ fn patched_tree(repo: &Path, tree: &Path, patches: &[PathBuf]) -> Result<PathBuf
         let patch =
             fs::canonicalize(patch).map_err(|e| format!("patch {}: {e}", patch.display()))?;
         // Only nova-core is in the scratch tree: the patch's other files (MAINTAINERS,
-        // say) are not this command's business.
-        let out = Command::new("git")
-            .args(["apply", "--include", &format!("{nova}/*")])
-            .arg(&patch)
-            .current_dir(&scratch)
-            .output()
-            .map_err(|e| format!("git apply: {e} (is git installed?)"))?;
+        // say) are not this command's business. The scratch tree lies inside the
+        // repository, where git would apply the patch relative to the repository's root
+        // and skip every path outside the current directory: the ceiling stops git from
+        // finding the repository.
+        let git_apply = |check: &[&str]| {
+            Command::new("git")
+                .args(["apply", "--include", &format!("{nova}/*")])
+                .args(check)
+                .arg(&patch)
+                .current_dir(&scratch)
+                .env("GIT_CEILING_DIRECTORIES", repo.join("target/upstream"))
+                .output()
+                .map_err(|e| format!("git apply: {e} (is git installed?)"))
+        };
+        let touched = git_apply(&["--numstat"])?;
+        if String::from_utf8_lossy(&touched.stdout).trim().is_empty() {
+            return Err(format!(
+                "patch {} changes nothing under {nova}",
+                patch.display()
+            ));
+        }
+        let out = git_apply(&[])?;
         if !out.status.success() {
             return Err(format!(
                 "patch {} does not apply to {}:\n{}",
@@ -269,15 +286,121 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
             ));
         }
     };
-    let status = Command::new(binary)
-        .arg("--name")
-        .arg(&name)
-        .args(&opts.what)
+    let fuzz = opts.what.is_empty() || opts.what.iter().any(|w| w == "fuzz");
+    let checks: Vec<&String> = opts.what.iter().filter(|w| *w != "fuzz").collect();
+    let mut summary = None;
+    let mut echo_failed = false;
+    if opts.what.is_empty() || !checks.is_empty() {
+        let out = Command::new(binary)
+            .arg("--name")
+            .arg(&name)
+            .args(checks)
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| format!("cannot run the harness: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut lines: Vec<&str> = text.lines().collect();
+        summary = lines.pop().map(str::to_string);
+        for line in lines {
+            println!("{line}");
+        }
+        match out.status.code() {
+            Some(0) => {}
+            Some(1) => echo_failed = true,
+            _ => return Err(format!("the harness failed ({})", out.status)),
+        }
+    }
+    if fuzz {
+        let (execs, crashes) = fuzz_receive(&repo, &built_from)?;
+        let part = format!("fuzz {execs} execs {crashes} crashes");
+        summary = Some(match summary {
+            Some(line) => format!("{line}, {part}"),
+            None => format!("{name}: {part}"),
+        });
+    }
+    if let Some(line) = summary {
+        println!("{line}");
+    }
+    Ok(!echo_failed)
+}
+
+/// How many inputs the fuzz check runs by default (`VGSP_UPSTREAM_FUZZ_RUNS` to change).
+const FUZZ_RUNS: u64 = 20_000;
+
+/// Runs the cargo-fuzz target `upstream_gspq_receive` (tests/upstream/fuzz) over the
+/// tree's receive path for a bounded number of inputs; prints the section and returns
+/// the inputs run and the crashes (a panic, or a receive that did not return: libFuzzer
+/// stops at the first, with the input saved, which is printed as a finding).
+fn fuzz_receive(repo: &Path, tree: &Path) -> Result<(u64, u64), String> {
+    println!("== fuzz");
+    let have_fuzz = Command::new("cargo")
+        .args(["+nightly", "fuzz", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_fuzz {
+        return Err("the fuzz check needs cargo-fuzz on the nightly toolchain: \
+             cargo install cargo-fuzz --locked (or leave `fuzz` out of WHAT)"
+            .into());
+    }
+    let runs = std::env::var("VGSP_UPSTREAM_FUZZ_RUNS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(FUZZ_RUNS);
+    let work = repo.join("target/upstream");
+    let (corpus, artifacts) = (work.join("fuzz-corpus"), work.join("fuzz-artifacts"));
+    for dir in [&corpus, &artifacts] {
+        fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let log = work.join("fuzz.log");
+    let log_file = fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let status = Command::new("cargo")
+        .args(["+nightly", "fuzz", "run", "--fuzz-dir"])
+        .arg(repo.join("tests/upstream/fuzz"))
+        .arg("upstream_gspq_receive")
+        .arg(&corpus)
+        .arg("--")
+        .arg(format!("-runs={runs}"))
+        // The bench leaks its device and pool on purpose (a pooled device is 'static):
+        // neither libFuzzer's leak check nor LeakSanitizer's at exit is a finding.
+        .arg("-detect_leaks=0")
+        .arg("-timeout=10")
+        .arg("-max_len=70000")
+        .arg("-print_final_stats=1")
+        .arg(format!("-artifact_prefix={}/", artifacts.display()))
+        .current_dir(repo)
+        .env("VGSP_UPSTREAM_TREE", tree)
+        .env("CARGO_TARGET_DIR", work.join("fuzz-target"))
+        .env("ASAN_OPTIONS", "detect_leaks=0")
+        .stdout(log_file.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log_file)
         .status()
-        .map_err(|e| format!("cannot run the harness: {e}"))?;
-    match status.code() {
-        Some(0) => Ok(true),
-        Some(1) => Ok(false),
-        _ => Err(format!("the harness failed ({status})")),
+        .map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
+    let text = fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let execs = text
+        .lines()
+        .find_map(|l| l.strip_prefix("stat::number_of_executed_units:"))
+        .and_then(|n| n.trim().parse().ok());
+    let saved = text
+        .lines()
+        .find_map(|l| l.split_once("Test unit written to ").map(|(_, p)| p.trim()));
+    match (status.success(), execs, saved) {
+        (true, Some(execs), _) => {
+            println!("fuzz: {execs} inputs through upstream's receive, no crash or hang");
+            Ok((execs, 0))
+        }
+        (false, execs, Some(saved)) => {
+            let why = text
+                .lines()
+                .find(|l| l.contains("panicked at") || l.contains("ERROR: libFuzzer"))
+                .unwrap_or("a crash")
+                .trim();
+            println!("finding: fuzz: {why}; input saved to {saved}");
+            Ok((execs.unwrap_or(0), 1))
+        }
+        _ => Err(format!(
+            "the fuzz check did not run to the end (log: {}):\n{}",
+            log.display(),
+            crate::api::tail(&log, 15)
+        )),
     }
 }

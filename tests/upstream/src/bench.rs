@@ -61,7 +61,7 @@ struct Pages([u8; POOL_PAGES * GSP_PAGE_SIZE]);
 /// A device whose coherent memory is a fresh pool, and the pool's window as the device
 /// sees it. Both leaked: a pooled device needs a `'static` pool, and upstream's queue
 /// keeps a count of its device.
-fn pooled_device() -> Result<(&'static Device<Bound>, DmaView<'static>)> {
+pub(crate) fn pooled_device() -> Result<(&'static Device<Bound>, DmaView<'static>)> {
     let mem = Box::leak(Box::new(Pages([0; POOL_PAGES * GSP_PAGE_SIZE])));
     let (base, len) = (mem.0.as_mut_ptr(), mem.0.len());
     // SAFETY: `mem` is leaked, so valid for reads and writes of `len` bytes for ever; it
@@ -76,10 +76,21 @@ fn pooled_device() -> Result<(&'static Device<Bound>, DmaView<'static>)> {
 
 /// Returns the bus address of the queues `cmdq` tells the GSP of: the first field of
 /// upstream's `GspArgumentsCached` (`messageQueueInitArguments.sharedMemPhysAddr`).
-fn queue_address(cmdq: &Cmdq) -> Result<u64> {
+pub(crate) fn queue_address(cmdq: &Cmdq) -> Result<u64> {
     let args = KBox::init(GspArgumentsCached::new(cmdq), GFP_KERNEL)?;
     let bytes = args.as_bytes().get(..8).ok_or(EINVAL)?;
     Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| EINVAL)?))
+}
+
+/// Returns the offset in the pool of bus address `bus`.
+///
+/// # Errors
+///
+/// - `EINVAL` if `bus` is below the pool.
+pub(crate) fn pool_offset(bus: u64) -> Result<usize> {
+    bus.checked_sub(BUS_BASE)
+        .and_then(|off| usize::try_from(off).ok())
+        .ok_or(EINVAL)
 }
 
 /// Serves `gsp` until `stop` is set: works while there is work, sleeps on the doorbell
@@ -114,10 +125,7 @@ pub(crate) fn with_gsp<R>(
 ) -> Result<(R, Result<Stats>)> {
     let (dev, window) = pooled_device()?;
     let cmdq = KBox::pin_init(Cmdq::new(dev), GFP_KERNEL)?;
-    let offset = queue_address(&cmdq)?
-        .checked_sub(BUS_BASE)
-        .and_then(|off| usize::try_from(off).ok())
-        .ok_or(EINVAL)?;
+    let offset = pool_offset(queue_address(&cmdq)?)?;
     let gsp_mem = window.subview(offset, window.len().saturating_sub(offset))?;
     let bar = SimBar::<BAR0_SIZE>::new(&[NV_PGSP_QUEUE_HEAD::OFFSET])?;
     let stop = AtomicBool::new(false);
@@ -139,4 +147,24 @@ pub(crate) fn with_gsp<R>(
         },
     );
     Ok((r, served.map(|()| stats)))
+}
+
+/// Returns upstream's `Cmdq` on a fresh device, the virtual GSP over the queues it tells
+/// the GSP of, and the device's view of that `GspMem`, for a caller that runs the GSP
+/// turn by turn (posting raw elements between receives) instead of serving on a thread.
+///
+/// The queue is leaked, so that a receive can run on a thread of its own and be
+/// abandoned if it never returns.
+///
+/// # Errors
+///
+/// - `ENOMEM` if the memory cannot be had.
+/// - `EINVAL` if upstream's queue address is outside the pool.
+pub(crate) fn gsp_in_turns() -> Result<(&'static Cmdq, Vgsp<'static>, DmaView<'static>)> {
+    let (dev, window) = pooled_device()?;
+    let cmdq = KBox::pin_init(Cmdq::new(dev), GFP_KERNEL)?;
+    let offset = pool_offset(queue_address(&cmdq)?)?;
+    let gsp_mem = window.subview(offset, window.len().saturating_sub(offset))?;
+    let cmdq: &'static Cmdq = Box::leak(Box::new(cmdq));
+    Ok((cmdq, Vgsp::new(gsp_mem)?, gsp_mem))
 }

@@ -68,7 +68,7 @@ const NV_OK: u32 = 0;
 /// `CommandToGsp::Command` and `MessageFromGsp::Message` require.
 #[repr(transparent)]
 #[derive(Clone, Copy)]
-struct Header(RmControlHeader);
+pub(crate) struct Header(RmControlHeader);
 
 // SAFETY: `RmControlHeader` is `repr(C)` integers without padding (its `IntoBytes`).
 unsafe impl AsBytes for Header {}
@@ -109,7 +109,7 @@ impl CommandToGsp for RmEcho<'_> {
 
 /// The GSP's answer to an [`RmEcho`]: its status, the size it announced and the bytes
 /// that reached the caller.
-struct RmEchoReply {
+pub(crate) struct RmEchoReply {
     status: u32,
     announced: u32,
     params: KVec<u8>,

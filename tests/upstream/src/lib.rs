@@ -8,14 +8,17 @@
 //!
 //! What those files need from `crate::` beyond each other comes from our adapters
 //! (`src/adapters/`), each standing in for one upstream module with only what the files
-//! use. Ours besides: [`bench`], the machine the queue runs on, and [`checks`].
+//! use. Ours besides: [`bench`], the machine the queue runs on, [`checks`] (`echo`),
+//! [`hostile`] and [`fuzz`] (the cargo-fuzz target's body).
 
 #![no_std]
 // `pinned-init`'s `init!` munches one field per recursion step (7.3's is a proc macro):
 // `GspFwWprMeta` has more fields than the default limit allows.
 #![recursion_limit = "512"]
-// Only part of the driver is here: what the rest of it would call is dead.
-#![expect(dead_code, reason = "only the queue of the driver is here: what the rest would call is dead")]
+#![expect(
+    dead_code,
+    reason = "only the queue of the driver is here: what the rest would call is dead"
+)]
 
 // The bench and the checks use `std` (the driver's files do not).
 extern crate std;
@@ -33,5 +36,7 @@ pub(crate) mod gpu;
 
 mod bench;
 pub mod checks;
+pub mod fuzz;
+pub mod hostile;
 #[cfg(test)]
 mod smoke;

@@ -9,10 +9,13 @@
 
 use std::process::ExitCode;
 
-use vgsp_upstream::checks;
+use vgsp_upstream::{
+    checks,
+    hostile, //
+};
 
 /// The checks, in the order they run when none is named.
-const CHECKS: &[&str] = &["echo"];
+const CHECKS: &[&str] = &["echo", "hostile"];
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -38,9 +41,23 @@ fn main() -> ExitCode {
     let mut echo_failed = false;
     for check in &what {
         println!("== {check}");
-        // `CHECKS` has `echo` alone so far.
-        {
-            match checks::echo() {
+        match check.as_str() {
+            "hostile" => match hostile::hostile() {
+                Ok(outcome) => {
+                    for finding in &outcome.findings {
+                        println!("finding: {finding}");
+                    }
+                    summary.push(format!(
+                        "hostile {} of {} classes mishandled",
+                        outcome.mishandled, outcome.classes
+                    ));
+                }
+                Err(e) => {
+                    eprintln!("vgsp-upstream: hostile could not run: {e:?}");
+                    return ExitCode::from(2);
+                }
+            },
+            _ => match checks::echo() {
                 Ok(outcome) => {
                     for finding in &outcome.findings {
                         println!("finding: {finding}");
@@ -52,7 +69,7 @@ fn main() -> ExitCode {
                     eprintln!("vgsp-upstream: echo could not run: {e:?}");
                     return ExitCode::from(2);
                 }
-            }
+            },
         }
     }
     println!("{name}: {}", summary.join(", "));
