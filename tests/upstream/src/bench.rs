@@ -8,9 +8,12 @@
 //! `GspArgumentsCached` hands it, and reaches them only through the pool's window, so
 //! nothing of upstream's allocation is shared with it other than by that address.
 
-use core::sync::atomic::{
-    AtomicBool,
-    Ordering, //
+use core::{
+    pin::Pin,
+    sync::atomic::{
+        AtomicBool,
+        Ordering, //
+    },
 };
 
 use std::boxed::Box;
@@ -93,39 +96,51 @@ pub(crate) fn pool_offset(bus: u64) -> Result<usize> {
         .ok_or(EINVAL)
 }
 
-/// Serves `gsp` until `stop` is set: works while there is work, sleeps on the doorbell
-/// when idle.
-fn serve(gsp: &mut Vgsp<'_>, bar: &SimBar<BAR0_SIZE>, stop: &AtomicBool) -> Result {
-    // ORDERING: `Acquire` pairs with the `Release` store in `with_gsp`; it hands over the
+/// How the GSP thread waits when it has nothing to do.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Serve {
+    /// It sleeps on the doorbell, as the firmware waits for its interrupt.
+    Asleep,
+    /// It looks again at once: a GSP that is busy anyway.
+    Busy,
+}
+
+/// Serves `gsp` until `stop` is set: works while there is work, and when idle sleeps on
+/// the doorbell or spins, as `mode` says.
+fn serve(gsp: &mut Vgsp<'_>, bar: &SimBar<BAR0_SIZE>, stop: &AtomicBool, mode: Serve) -> Result {
+    // ORDERING: `Acquire` pairs with the `Release` store in `serving`; it hands over the
     // stop request only, the rings are ordered by their own barriers.
     while !stop.load(Ordering::Acquire) {
         let seen = bar.doorbell_count();
-        match gsp.step()? {
-            Progress::Worked => {}
-            Progress::Blocked => fsleep(Delta::from_micros(1)),
-            Progress::Idle => {
+        match (gsp.step()?, mode) {
+            (Progress::Worked, _) => {}
+            (Progress::Blocked, _) => fsleep(Delta::from_micros(1)),
+            (Progress::Idle, Serve::Asleep) => {
                 bar.wait_doorbell(seen, IDLE_WAIT);
             }
+            (Progress::Idle, Serve::Busy) => core::hint::spin_loop(),
         }
     }
     Ok(())
 }
 
-/// Runs `f` with upstream's `Cmdq` on a fresh device and the virtual GSP serving it on a
-/// thread of its own, found by the queue address upstream gives it. Returns what `f`
-/// returned and the GSP's counters, or its error.
+/// Runs `f` with the queue `queue` made on a fresh device (and the bus address of the
+/// `GspMem` it tells the GSP of), the virtual GSP serving that memory on a thread of its
+/// own as `mode` says. Returns what `f` returned and the GSP's counters, or its error.
 ///
 /// # Errors
 ///
-/// - `ENOMEM` if the memory cannot be had.
-/// - `EINVAL` if upstream's queue address is outside the pool.
-pub(crate) fn with_gsp<R>(
+/// - `ENOMEM` if the memory cannot be had; any error of `queue`.
+/// - `EINVAL` if the queue address is outside the pool.
+pub(crate) fn serving<Q, R>(
+    mode: Serve,
     log_every: u64,
-    f: impl FnOnce(&Cmdq, &SimBar<BAR0_SIZE>) -> R,
+    queue: impl FnOnce(&'static Device<Bound>) -> Result<(Q, u64)>,
+    f: impl FnOnce(&mut Q, &SimBar<BAR0_SIZE>) -> R,
 ) -> Result<(R, Result<Stats>)> {
     let (dev, window) = pooled_device()?;
-    let cmdq = KBox::pin_init(Cmdq::new(dev), GFP_KERNEL)?;
-    let offset = pool_offset(queue_address(&cmdq)?)?;
+    let (mut q, address) = queue(dev)?;
+    let offset = pool_offset(address)?;
     let gsp_mem = window.subview(offset, window.len().saturating_sub(offset))?;
     let bar = SimBar::<BAR0_SIZE>::new(&[NV_PGSP_QUEUE_HEAD::OFFSET])?;
     let stop = AtomicBool::new(false);
@@ -134,12 +149,12 @@ pub(crate) fn with_gsp<R>(
         || {
             let mut gsp = Vgsp::new(gsp_mem)?;
             gsp.set_log_every(log_every);
-            let served = serve(&mut gsp, &bar, &stop);
+            let served = serve(&mut gsp, &bar, &stop, mode);
             stats = gsp.stats;
             served
         },
         || {
-            let r = f(&cmdq, &bar);
+            let r = f(&mut q, &bar);
             // ORDERING: `Release` pairs with the `Acquire` load in `serve`.
             stop.store(true, Ordering::Release);
             bar.kick();
@@ -147,6 +162,32 @@ pub(crate) fn with_gsp<R>(
         },
     );
     Ok((r, served.map(|()| stats)))
+}
+
+/// Makes upstream's `Cmdq` on `dev`, for [`serving`].
+///
+/// # Errors
+///
+/// - `ENOMEM` if the memory cannot be had.
+pub(crate) fn upstream_queue(dev: &'static Device<Bound>) -> Result<(Pin<KBox<Cmdq>>, u64)> {
+    let cmdq = KBox::pin_init(Cmdq::new(dev), GFP_KERNEL)?;
+    let address = queue_address(&cmdq)?;
+    Ok((cmdq, address))
+}
+
+/// Runs `f` with upstream's `Cmdq` on a fresh device and the virtual GSP serving it on a
+/// thread of its own, asleep when idle, found by the queue address upstream gives it.
+///
+/// # Errors
+///
+/// As [`serving`].
+pub(crate) fn with_gsp<R>(
+    log_every: u64,
+    f: impl FnOnce(&Cmdq, &SimBar<BAR0_SIZE>) -> R,
+) -> Result<(R, Result<Stats>)> {
+    serving(Serve::Asleep, log_every, upstream_queue, |cmdq, bar| {
+        f(cmdq, bar)
+    })
 }
 
 /// Returns upstream's `Cmdq` on a fresh device, the virtual GSP over the queues it tells

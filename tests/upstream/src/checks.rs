@@ -58,7 +58,7 @@ pub const ECHO_SIZES: &[usize] = &[
 
 /// The most parameters an RM control carries in one element, either way: the element's
 /// payload less the control's header.
-const ONE_ELEMENT: usize = MAX_ELEMENT_PAYLOAD - core::mem::size_of::<RmControlHeader>();
+pub(crate) const ONE_ELEMENT: usize = MAX_ELEMENT_PAYLOAD - core::mem::size_of::<RmControlHeader>();
 
 /// `NV_OK`.
 const NV_OK: u32 = 0;
@@ -76,8 +76,8 @@ unsafe impl AsBytes for Header {}
 unsafe impl FromBytes for Header {}
 
 /// An echo control: `params` sent, to come back.
-struct RmEcho<'a> {
-    params: &'a [u8],
+pub(crate) struct RmEcho<'a> {
+    pub(crate) params: &'a [u8],
 }
 
 impl CommandToGsp for RmEcho<'_> {
@@ -129,6 +129,13 @@ impl MessageFromGsp for RmEchoReply {
             announced: msg.0.params_size,
             params: sbuffer.flush_into_kvec(GFP_KERNEL)?,
         })
+    }
+}
+
+impl RmEchoReply {
+    /// Returns whether the reply is `NV_OK` with `params`, byte for byte.
+    pub(crate) fn params_match(&self, params: &[u8]) -> bool {
+        self.status == NV_OK && self.params[..] == *params
     }
 }
 

@@ -38,5 +38,6 @@ mod bench;
 pub mod checks;
 pub mod fuzz;
 pub mod hostile;
+pub mod perf;
 #[cfg(test)]
 mod smoke;

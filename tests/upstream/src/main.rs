@@ -11,11 +11,12 @@ use std::process::ExitCode;
 
 use vgsp_upstream::{
     checks,
-    hostile, //
+    hostile,
+    perf, //
 };
 
 /// The checks, in the order they run when none is named.
-const CHECKS: &[&str] = &["echo", "hostile"];
+const CHECKS: &[&str] = &["echo", "hostile", "bench"];
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -42,6 +43,17 @@ fn main() -> ExitCode {
     for check in &what {
         println!("== {check}");
         match check.as_str() {
+            "bench" => match perf::bench() {
+                Ok(findings) => {
+                    for finding in &findings {
+                        println!("finding: {finding}");
+                    }
+                }
+                Err(e) => {
+                    eprintln!("vgsp-upstream: bench could not run: {e:?}");
+                    return ExitCode::from(2);
+                }
+            },
             "hostile" => match hostile::hostile() {
                 Ok(outcome) => {
                     for finding in &outcome.findings {
@@ -71,6 +83,10 @@ fn main() -> ExitCode {
                 }
             },
         }
+    }
+    if summary.is_empty() {
+        // `bench` alone: figures, no verdict.
+        summary.push(what.join(", "));
     }
     println!("{name}: {}", summary.join(", "));
     if echo_failed {
