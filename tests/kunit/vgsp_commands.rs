@@ -18,6 +18,7 @@ pub mod tests {
             GspSetSystemInfo,
             GspStaticConfigInfo,
             LibosPrint,
+            ParamsDigest,
             RegistryEntryType,
             RmControl,
             RmControlHeader,
@@ -446,9 +447,35 @@ pub mod tests {
     }
 
     #[test]
+    fn rm_control_digest_answers_the_length_and_hash_of_its_params() -> Result {
+        let mut pair = Pair::new()?;
+        let params = Pair::pattern(3000, 9)?;
+        let control = rm_control(vgsp::VGSP_CTRL_CMD_DIGEST, &params);
+        pair.cmdq.post(pair.bar.bar(), &control)?;
+        pair.gsp_run()?;
+        let msg = pair.cmdq.receive_any(LONG)?;
+        let reply = pair.cmdq.read_msg::<RmControlReply>(&msg)?;
+        assert_eq!(reply.status, fw::NV_OK);
+        // FNV-1a 64 of the pattern, as the driver computes it; and of a known string, so
+        // that the hash is FNV-1a's and not merely the two sides agreeing.
+        let want = nova_core::gsp::commands::params_digest(&params)?;
+        assert!(reply.params[..] == *want.as_bytes());
+        assert_eq!(
+            nova_core::gsp::commands::params_digest(b"a")?,
+            ParamsDigest {
+                length: 1,
+                reserved: 0,
+                fnv1a64: 0xaf63_dc4c_8601_ec8c,
+            }
+        );
+        Ok(())
+    }
+
+    #[test]
     fn unknown_rm_control_gets_not_supported_in_its_status() -> Result {
         let mut pair = Pair::new()?;
-        let control = rm_control(vgsp::VGSP_CTRL_CMD_ECHO + 1, b"abc");
+        // No control of the virtual GSP's has index 0xff.
+        let control = rm_control(vgsp::VGSP_CTRL_CMD_ECHO | 0xff, b"abc");
         let sent = wire_payload(&control)?;
         let seq = pair.cmdq.post(pair.bar.bar(), &control)?;
         pair.gsp_run()?;

@@ -7,6 +7,7 @@ use kernel::prelude::*;
 use nova_core::gsp::{
     commands::{
         self,
+        params_digest,
         EchoHeader,
         FbRegion,
         GspSetSystemInfo,
@@ -59,6 +60,13 @@ use crate::{
 /// `0x0101` and `0x2080`, so no control of theirs carries it, and it is the block of the
 /// virtual GSP's own function numbers (`VGSP_*`, `0x0f01`..).
 pub const VGSP_CTRL_CMD_ECHO: u32 = 0x0f00_0001;
+
+/// `VGSP_CTRL_CMD_DIGEST`: the virtual GSP's RM control answered with status `NV_OK` and,
+/// as its parameters, the [`ParamsDigest`](commands::ParamsDigest) of the parameters sent (their length and
+/// FNV-1a hash): a reply of one element whatever the control's size, for a driver whose
+/// receive path does not reassemble continuation records. Numbered as
+/// [`VGSP_CTRL_CMD_ECHO`], the next index.
+pub const VGSP_CTRL_CMD_DIGEST: u32 = 0x0f00_0002;
 
 /// A split command being reassembled in `rx_buf`.
 pub(crate) struct Assembly {
@@ -245,9 +253,24 @@ impl Vgsp<'_> {
                 // `rpc_result` says the RPC was carried out, the header's `status` that the
                 // control failed (our choice; it is the field nouveau's r535 turns into an
                 // errno once the reply's `rpc_result` has passed).
-                control.status = match control.cmd {
-                    VGSP_CTRL_CMD_ECHO => fw::NV_OK,
-                    _ => fw::NV_ERR_NOT_SUPPORTED,
+                let digest;
+                let params = match control.cmd {
+                    VGSP_CTRL_CMD_ECHO => {
+                        control.status = fw::NV_OK;
+                        params
+                    }
+                    VGSP_CTRL_CMD_DIGEST => {
+                        digest = params_digest(params)?;
+                        control.status = fw::NV_OK;
+                        // 16 bytes: always fits.
+                        control.params_size =
+                            u32::try_from(digest.as_bytes().len()).map_err(|_| EMSGSIZE)?;
+                        digest.as_bytes()
+                    }
+                    _ => {
+                        control.status = fw::NV_ERR_NOT_SUPPORTED;
+                        params
+                    }
                 };
                 let mut answer = KVec::with_capacity(payload.len(), GFP_KERNEL)?;
                 answer.extend_from_slice(control.as_bytes(), GFP_KERNEL)?;

@@ -51,7 +51,10 @@ use nova_core::gsp::{
 };
 use vdev::DmaView;
 
-pub use crate::commands::VGSP_CTRL_CMD_ECHO;
+pub use crate::commands::{
+    VGSP_CTRL_CMD_DIGEST,
+    VGSP_CTRL_CMD_ECHO, //
+};
 
 use crate::{
     ce::{

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The checks `cargo xtask upstream` runs on the tree's queue (ours).
-//!
-//! - [`echo`]: echoes of 1 B to 200 KiB through upstream's `Cmdq::send_command`, every
-//!   reply checked byte for byte.
+//! The `echo` check `cargo xtask upstream` runs on the tree's queue (ours): RM controls of
+//! 1 B to 200 KiB through upstream's `Cmdq::send_command`, every reply checked byte for
+//! byte.
 //!
 //! The vehicle is r570's `GSP_RM_CONTROL`: upstream's `MsgFunction` knows only real
 //! functions, and an RM control's header carries its parameters' size, so the firmware
-//! (here the virtual GSP) knows where a command split into continuation records ends.
-//! The virtual GSP answers the project's echo control (`VGSP_CTRL_CMD_ECHO`) with the
-//! parameters sent.
+//! (here the virtual GSP) knows where a command split into continuation records ends. The
+//! virtual GSP answers two controls of the project's: `VGSP_CTRL_CMD_DIGEST` with the
+//! length and hash of the parameters it received (a one-element reply whatever the
+//! command's size), and `VGSP_CTRL_CMD_ECHO` with the parameters themselves.
 
 use core::convert::Infallible;
 
@@ -26,10 +26,18 @@ use kernel::{
     },
 };
 use nova_core::gsp::{
-    commands::RmControlHeader,
+    commands::{
+        params_digest,
+        RmControlHeader, //
+    },
     fw::MAX_ELEMENT_PAYLOAD, //
 };
-use vgsp::VGSP_CTRL_CMD_ECHO;
+use zerocopy::IntoBytes as _;
+
+use vgsp::{
+    VGSP_CTRL_CMD_DIGEST,
+    VGSP_CTRL_CMD_ECHO, //
+};
 
 use crate::{
     bench::with_gsp,
@@ -75,8 +83,10 @@ unsafe impl AsBytes for Header {}
 // SAFETY: every bit pattern is a valid `RmControlHeader` (its `FromBytes`).
 unsafe impl FromBytes for Header {}
 
-/// An echo control: `params` sent, to come back.
+/// An RM control of the virtual GSP's: `params` sent, to come back as they are
+/// ([`VGSP_CTRL_CMD_ECHO`]) or as their digest ([`VGSP_CTRL_CMD_DIGEST`]).
 pub(crate) struct RmEcho<'a> {
+    pub(crate) cmd: u32,
     pub(crate) params: &'a [u8],
 }
 
@@ -88,7 +98,7 @@ impl CommandToGsp for RmEcho<'_> {
 
     fn init(&self) -> impl Init<Header, Infallible> {
         Header(RmControlHeader {
-            cmd: VGSP_CTRL_CMD_ECHO,
+            cmd: self.cmd,
             // CAST: `ECHO_SIZES` are far below 4 GiB.
             params_size: self.params.len() as u32,
             ..Default::default()
@@ -141,11 +151,13 @@ impl RmEchoReply {
 
 /// What [`echo`] found.
 pub struct EchoOutcome {
-    /// Echoes sent.
+    /// Checks made: one digest per size, and one echo per size whose reply fits one
+    /// element.
     pub sent: usize,
-    /// Echoes whose reply came back byte for byte.
+    /// Checks whose reply came back byte for byte.
     pub matched: usize,
-    /// One line per echo that did not.
+    /// One line per check that did not, and per reply split into continuation records
+    /// that did not reach the caller whole (a finding, not an echo failure).
     pub findings: Vec<std::string::String>,
 }
 
@@ -155,54 +167,108 @@ fn pattern(len: usize, seed: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 31 + seed * 7 + 1) as u8).collect()
 }
 
-/// Echoes each of [`ECHO_SIZES`] through upstream's `Cmdq::send_command` against the
-/// virtual GSP, checking every reply byte for byte, and prints one line per size.
+/// Sends `cmd` with `params` through upstream's `send_command`; returns "ok" if the reply
+/// is `NV_OK` with `want`, byte for byte, or what was wrong.
+fn check(
+    cmdq: &crate::gsp::cmdq::Cmdq,
+    bar: crate::driver::Bar0<'_>,
+    cmd: u32,
+    params: &[u8],
+    want: &[u8],
+) -> std::string::String {
+    match cmdq.send_command(bar, RmEcho { cmd, params }) {
+        Ok(reply) if reply.status == NV_OK && reply.params[..] == *want => "ok".into(),
+        Ok(reply) if reply.params.len() < want.len() => std::format!(
+            "the reply reached the caller with {} of its {} bytes (announced {})",
+            reply.params.len(),
+            want.len(),
+            reply.announced
+        ),
+        Ok(reply) => std::format!(
+            "the reply differs (status {:#x}, {} bytes, first at byte {:?})",
+            reply.status,
+            reply.params.len(),
+            reply.params.iter().zip(want).position(|(a, b)| a != b)
+        ),
+        Err(e) => std::format!("send_command returned {e:?}"),
+    }
+}
+
+/// Sends each of [`ECHO_SIZES`] through upstream's `Cmdq::send_command` against the
+/// virtual GSP and checks every reply byte for byte, printing one line per size:
+///
+/// - as a digest control: the reply (16 bytes, one element) carries the length and hash of
+///   what the GSP received, so a command of any size is checked whole;
+/// - as an echo control: the reply carries the bytes themselves. A reply above one element
+///   is split into continuation records, which 7.3's receive path does not reassemble:
+///   such a reply that does not reach the caller whole is a finding about the tree's
+///   receive path, not an echo failure.
 ///
 /// # Errors
 ///
 /// - `ENOMEM` if the bench cannot be had; the GSP's own error.
 pub fn echo() -> Result<EchoOutcome> {
-    let (outcome, stats) = with_gsp(0, |cmdq, bar| {
-        let mut outcome = EchoOutcome {
-            sent: 0,
-            matched: 0,
-            findings: Vec::new(),
-        };
+    let mut outcome = EchoOutcome {
+        sent: 0,
+        matched: 0,
+        findings: Vec::new(),
+    };
+    // Every command, and every reply of one element, on one queue.
+    let (checked, stats) = with_gsp(0, |cmdq, bar| -> Result {
         for (seed, &len) in ECHO_SIZES.iter().enumerate() {
             let params = pattern(len, seed);
+            let digest = params_digest(&params)?;
+            let sent = check(
+                cmdq,
+                bar.io(),
+                VGSP_CTRL_CMD_DIGEST,
+                &params,
+                digest.as_bytes(),
+            );
+            println!("echo: {len:>7} B command: {sent} (its digest)");
             outcome.sent += 1;
-            let verdict = match cmdq.send_command(bar.io(), RmEcho { params: &params }) {
-                Ok(reply) if reply.status == NV_OK && reply.params[..] == params[..] => {
-                    outcome.matched += 1;
-                    "ok".into()
+            outcome.matched += usize::from(sent == "ok");
+            if sent != "ok" {
+                let finding = std::format!("echo: the {len} B command: {sent}");
+                outcome.findings.push(finding);
+            }
+            if len <= ONE_ELEMENT {
+                let echoed = check(cmdq, bar.io(), VGSP_CTRL_CMD_ECHO, &params, &params);
+                println!("echo: {len:>7} B reply: {echoed}");
+                outcome.sent += 1;
+                outcome.matched += usize::from(echoed == "ok");
+                if echoed != "ok" {
+                    let finding = std::format!("echo: the {len} B reply: {echoed}");
+                    outcome.findings.push(finding);
                 }
-                Ok(reply) if reply.params.len() < params.len() => std::format!(
-                    "the reply reached the caller with {} of its {} bytes (announced {})",
-                    reply.params.len(),
-                    params.len(),
-                    reply.announced
-                ),
-                Ok(reply) => std::format!(
-                    "the reply differs (status {:#x}, {} bytes, first at byte {:?})",
-                    reply.status,
-                    reply.params.len(),
-                    reply.params.iter().zip(&params).position(|(a, b)| a != b)
-                ),
-                Err(e) => std::format!("send_command returned {e:?}"),
-            };
-            println!("echo: {len:>7} B: {verdict}");
-            if verdict != "ok" {
-                outcome
-                    .findings
-                    .push(std::format!("echo of {len} B: {verdict}"));
             }
         }
-        outcome
+        Ok(())
     })?;
+    checked?;
     let stats = stats?;
     println!(
         "echo: the GSP handled {} commands in {} elements ({} continuation records in, {} out)",
         stats.commands, stats.elements_in, stats.continuations_in, stats.continuations_out
     );
+    // Each reply split into continuation records on a queue of its own: a tree that
+    // cannot take one may leave its queue unusable.
+    for (seed, &len) in ECHO_SIZES
+        .iter()
+        .enumerate()
+        .filter(|(_, &l)| l > ONE_ELEMENT)
+    {
+        let params = pattern(len, seed);
+        let (echoed, stats) = with_gsp(0, |cmdq, bar| {
+            check(cmdq, bar.io(), VGSP_CTRL_CMD_ECHO, &params, &params)
+        })?;
+        stats?;
+        println!("echo: {len:>7} B reply, split into continuation records: {echoed}");
+        if echoed != "ok" {
+            outcome.findings.push(std::format!(
+                "echo: the {len} B reply, split into continuation records (the tree's receive path): {echoed}"
+            ));
+        }
+    }
     Ok(outcome)
 }

@@ -57,7 +57,13 @@ impl Driver
 {
     fn echo(&mut self, params: &[u8]) -> bool {
         self.0
-            .send_command(self.1.io(), RmEcho { params })
+            .send_command(
+                self.1.io(),
+                RmEcho {
+                    cmd: VGSP_CTRL_CMD_ECHO,
+                    params,
+                },
+            )
             .is_ok_and(|reply| reply.params_match(params))
     }
 }

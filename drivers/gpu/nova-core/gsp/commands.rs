@@ -1115,6 +1115,48 @@ impl MessageFromGsp for RmControlReply {
     }
 }
 
+/// The parameters of the virtual GSP's digest control's reply: how many parameter bytes
+/// the control carried and their FNV-1a 64-bit hash ([`params_digest`]), a reply of 16
+/// bytes whatever the size of the control, so that a driver whose receive path cannot
+/// take a reply split into continuation records can still check a large control arrived
+/// byte for byte. Not an r570 structure: the virtual GSP's own.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct ParamsDigest {
+    /// The number of parameter bytes.
+    pub length: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// The FNV-1a 64-bit hash of the parameter bytes.
+    pub fnv1a64: u64,
+}
+
+assert_layout!(ParamsDigest, size 0x10, {
+    length: 0x0,
+    reserved: 0x4,
+    fnv1a64: 0x8,
+});
+
+/// Returns the [`ParamsDigest`] of `params`.
+///
+/// # Errors
+///
+/// - `EMSGSIZE` if `params` is 4 GiB or more.
+pub fn params_digest(params: &[u8]) -> Result<ParamsDigest> {
+    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0100_0000_01b3;
+    let fnv1a64 = params.iter().fold(OFFSET_BASIS, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(PRIME)
+    });
+    Ok(ParamsDigest {
+        length: u32::try_from(params.len()).map_err(|_| EMSGSIZE)?,
+        reserved: 0,
+        fnv1a64,
+    })
+}
+
 /// Returns the payload length of the whole command that a head element starting with
 /// `head` begins, read from the command's own fields as the firmware reads them, or
 /// `None` for a function whose commands never span more than one element.
