@@ -298,6 +298,13 @@ VGSP_CACHE=$CACHE cargo xtask upstream --patch upstream/0001-gpu-nova-core-gsp-a
     >target/upstream-patched.log 2>&1 ||
     { grep -v '^\[err\]' target/upstream-patched.log | tail -n 30; fail "cargo xtask upstream --patch upstream/0001-*.patch echo"; }
 tail -n 1 target/upstream-patched.log
+if ((KERNEL)); then
+    # The tree's own build of nova-core with our patch: CONFIG_NOVA_CORE=y, no warning.
+    VGSP_CACHE=$CACHE cargo xtask upstream --patch upstream/0001-gpu-nova-core-gsp-acquire-release-pointer-accessors.patch kernel \
+        >target/upstream-kernel.log 2>&1 ||
+        { tail -n 30 target/upstream-kernel.log; fail "upstream/0001 in the 7.3 kernel build with CONFIG_NOVA_CORE=y"; }
+    tail -n 1 target/upstream-kernel.log
+fi
 pass "upstream's queue against the virtual GSP"
 
 if ((KERNEL)); then

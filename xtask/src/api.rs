@@ -335,6 +335,12 @@ impl Tree {
         }
     }
 
+    /// Builds in `build` instead of the tier's build directory.
+    pub(crate) fn in_build(mut self, build: PathBuf) -> Self {
+        self.build = build;
+        self
+    }
+
     /// Returns `make` for the tree, as the kernel tier calls it.
     pub(crate) fn make(&self) -> Command {
         let mut cmd = Command::new("make");

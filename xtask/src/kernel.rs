@@ -550,7 +550,7 @@ fn is_diagnostic(line: &str) -> bool {
 /// # Errors
 ///
 /// - A log cannot be read.
-fn build_diagnostics(logs: &[PathBuf]) -> Result<Option<String>, String> {
+pub(crate) fn build_diagnostics(logs: &[PathBuf]) -> Result<Option<String>, String> {
     let mut count = 0;
     let mut report = Vec::new();
     for log in logs {
@@ -763,7 +763,7 @@ pub(crate) struct Scratch {
 /// # Errors
 ///
 /// - The copy fails.
-fn link_tree(pristine: &Path, dest: &Path, progress: Progress) -> Result<(), String> {
+pub(crate) fn link_tree(pristine: &Path, dest: &Path, progress: Progress) -> Result<(), String> {
     let tmp = dest.with_file_name(format!(
         "{}.tmp",
         dest.file_name()

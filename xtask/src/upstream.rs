@@ -19,6 +19,9 @@
 //!    `upstream_gspq_receive` (tests/upstream/fuzz, nightly), run here for
 //!    `VGSP_UPSTREAM_FUZZ_RUNS` inputs (20 000 by default). The summary line is last.
 //!
+//! 5. `kernel` (only when named) builds the tree's nova-core in the kernel itself, x86_64
+//!    with `CONFIG_NOVA_CORE=y` ([`build_in_kernel`]), any warning a failure.
+//!
 //! The exit status is 0 when the command worked, findings or not; 1 when the echo check
 //! failed; 2 when the command could not run (no tree, a patch that does not apply, a
 //! build that fails).
@@ -42,8 +45,21 @@ use std::{
 use serde_json::Value;
 
 use crate::{
-    api::kernel_version,
-    linux::linux_7_3, //
+    api::{
+        self,
+        kernel_version,
+        Arch,
+        Tree, //
+    },
+    kernel::{
+        self as tier,
+        Progress,
+        Scratch, //
+    },
+    linux::{
+        self,
+        linux_7_3, //
+    },
 };
 
 /// The queue files of nova-core that the harness compiles, relative to
@@ -287,7 +303,18 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
         }
     };
     let fuzz = opts.what.is_empty() || opts.what.iter().any(|w| w == "fuzz");
-    let checks: Vec<&String> = opts.what.iter().filter(|w| *w != "fuzz").collect();
+    let kernel = opts.what.iter().any(|w| w == "kernel");
+    let checks: Vec<&String> = opts
+        .what
+        .iter()
+        .filter(|w| *w != "fuzz" && *w != "kernel")
+        .collect();
+    if kernel {
+        build_in_kernel(&tree, &built_from, &name)?;
+        if checks.is_empty() && !fuzz {
+            return Ok(true);
+        }
+    }
     let mut summary = None;
     let mut echo_failed = false;
     if opts.what.is_empty() || !checks.is_empty() {
@@ -403,4 +430,106 @@ fn fuzz_receive(repo: &Path, tree: &Path) -> Result<(u64, u64), String> {
             crate::api::tail(&log, 15)
         )),
     }
+}
+
+/// Builds the tree's nova-core (patched, if `built_from` is the scratch tree) in the
+/// kernel itself, x86_64, `CONFIG_NOVA_CORE=y` on the kernel tier's configuration without
+/// the project: the tree's own build of the driver, every warning of it a failure.
+///
+/// The source is a tree of hard links to `pristine` whose `drivers/gpu/nova-core` is
+/// `built_from`'s; its build directory is a cache directory of its own, kept warm between
+/// runs, and the 7.3 build lock is held throughout.
+fn build_in_kernel(pristine: &Path, built_from: &Path, name: &str) -> Result<(), String> {
+    println!("== kernel");
+    let progress = Progress::new("upstream");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .ok_or("xtask is not inside the repository")?
+        .to_path_buf();
+    let cache = linux::cache()?;
+    let _lock = tier::lock(&cache, progress)?;
+    tier::ensure_packages(&[Arch::X86_64], false, progress)?;
+    let bindgen = tier::ensure_bindgen(&cache, progress)?;
+    let nova = "drivers/gpu/nova-core";
+    // The source: hard links to the pristine tree, nova-core replaced by the one built.
+    let path = cache.join("linux-7.3-nova-core");
+    if !path.join("Makefile").is_file() {
+        tier::link_tree(pristine, &path, progress)?;
+    }
+    let ours = path.join(nova);
+    fs::remove_dir_all(&ours).map_err(|e| format!("{}: {e}", ours.display()))?;
+    copy_dir(&built_from.join(nova), &ours)?;
+    let mut files = Vec::new();
+    collect_files(&ours, &mut files)?;
+    files.sort();
+    let mut digest = Vec::new();
+    for file in &files {
+        digest.extend_from_slice(file.to_string_lossy().as_bytes());
+        digest.extend(fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?);
+    }
+    let scratch = Scratch {
+        path: path.clone(),
+        identity: format!(
+            "{} with nova-core {}",
+            pristine.display(),
+            tier::sha256_hex(&digest)
+        ),
+    };
+    let tree = Tree::new(Arch::X86_64, &scratch, &cache, bindgen, progress)
+        .in_build(cache.join("build-7.3-x86_64-nova-core"));
+    let fragment: String = api::fragment(&repo, Arch::X86_64, false)?
+        .lines()
+        .filter(|l| !l.contains("CONFIG_NOVA_CORE"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    tree.ensure_configured(&(fragment + "CONFIG_NOVA_CORE=y\n"))?;
+    tree.build_rust()?;
+    let log = tree.build.join("build-nova-core.log");
+    progress.say(&format!(
+        "building drivers/gpu/, where 7.3 builds {nova} (cold: minutes); log: {}",
+        log.display()
+    ));
+    let built = tier::run_logged(
+        tree.make()
+            .arg(format!("-j{}", api::jobs()))
+            // 7.3 builds nova-core from drivers/gpu/Makefile.
+            .arg("drivers/gpu/"),
+        &log,
+        "nova-core",
+        progress,
+    );
+    let diagnostics = tier::build_diagnostics(std::slice::from_ref(&log))?;
+    let object = tree.build.join(nova).join("nova_core.o");
+    match (built, diagnostics) {
+        (Ok(()), None) if !object.is_file() => Err(format!(
+            "the build made no {}: CONFIG_NOVA_CORE=y did not reach the driver",
+            object.display()
+        )),
+        (Ok(()), None) => {
+            println!(
+                "kernel: {name}'s nova-core builds in the tree with CONFIG_NOVA_CORE=y, no warning"
+            );
+            Ok(())
+        }
+        (Ok(()), Some(report)) => Err(format!(
+            "{name}'s nova-core builds with CONFIG_NOVA_CORE=y but warns: {report}"
+        )),
+        (Err(e), report) => Err(format!(
+            "{name}'s nova-core does not build with CONFIG_NOVA_CORE=y: {e}\n{}",
+            report.unwrap_or_else(|| api::tail(&log, 20))
+        )),
+    }
+}
+
+/// Appends every file under `dir` to `files`.
+fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
+    for entry in fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        if path.is_dir() {
+            collect_files(&path, files)?;
+        } else {
+            files.push(path);
+        }
+    }
+    Ok(())
 }
