@@ -6,8 +6,8 @@
 //! `$OUT_DIR/upstream.rs`, which `src/lib.rs` includes, declares the modules:
 //!
 //! - `gsp`: an inline module whose `#[path]` is the tree's `gsp/` *directory*, so that
-//!   `mod cmdq;` and `mod fw;` inside it load `gsp/cmdq.rs` and `gsp/fw.rs` by the normal
-//!   rules, as non-`mod.rs` files. Their own `mod continuation;`, `mod commands;` and
+//!   `mod cmdq;`, `mod commands;` and `mod fw;` inside it load `gsp/cmdq.rs`,
+//!   `gsp/commands.rs` and `gsp/fw.rs` by the normal rules, as non-`mod.rs` files. Their own `mod continuation;`, `mod commands;` and
 //!   `mod r570_144;` then resolve to `gsp/cmdq/continuation.rs`, `gsp/fw/commands.rs` and
 //!   `gsp/fw/r570_144.rs`, as in the kernel. (A file loaded with `#[path = "…/cmdq.rs"]`
 //!   would count as a `mod.rs` file, and its `mod continuation;` would look for
@@ -28,6 +28,7 @@ use std::{
 const FILES: &[&str] = &[
     "gsp/cmdq.rs",
     "gsp/cmdq/continuation.rs",
+    "gsp/commands.rs",
     "gsp/fw.rs",
     "gsp/fw/commands.rs",
     "gsp/fw/r570_144.rs",
@@ -69,6 +70,7 @@ fn main() {
          #[path = {gsp_dir}]\n\
          pub(crate) mod gsp {{\n\
          \x20   pub(crate) mod cmdq;\n\
+         \x20   pub(crate) mod commands;\n\
          \x20   pub(crate) mod fw;\n\
          \n\
          \x20   #[path = {adapter}]\n\

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The `echo` check `cargo xtask upstream` runs on the tree's queue (ours): RM controls of
-//! 1 B to 200 KiB through upstream's `Cmdq::send_command`, every reply checked byte for
-//! byte.
+//! The `echo` check `cargo xtask upstream` runs on the tree's queue (ours): bring-up with
+//! upstream's own commands, then RM controls of 1 B to 200 KiB through upstream's
+//! `Cmdq::send_command`, every reply checked byte for byte.
 //!
 //! The vehicle is r570's `GSP_RM_CONTROL`: upstream's `MsgFunction` knows only real
 //! functions, and an RM control's header carries its parameters' size, so the firmware
@@ -41,14 +41,22 @@ use vgsp::{
 
 use crate::{
     bench::with_gsp,
+    gpu::Chipset,
     gsp::{
         cmdq::{
             CommandToGsp,
             MessageFromGsp, //
         },
+        commands::{
+            wait_gsp_init_done,
+            GetGspStaticInfo,
+            SetRegistry,
+            SetSystemInfo, //
+        },
         fw::MsgFunction,
     },
     sbuffer::SBufferIter,
+    vgpu::VgpuState,
 };
 
 /// The payload sizes of [`echo`]: the edges of one element, split commands and replies,
@@ -194,6 +202,53 @@ fn check(
     }
 }
 
+/// The PCI function the bring-up's `SetSystemInfo` describes: the virtual GPU's.
+fn pci_function() -> kernel::pci::Device<kernel::device::Bound> {
+    let f = vgsp::PCI_FUNCTION;
+    let mut resources = [(0, 0); kernel::pci::CONFIG_RESOURCES];
+    for (bar, start) in [(0, f.bar0), (1, f.bar1), (3, f.bar3)] {
+        resources[bar] = (start, 0x100_0000);
+    }
+    let [bus, devfn] = f.bus_dev_fn.to_be_bytes();
+    kernel::pci::Device::new(
+        kernel::device::Device::new("upstream-gpu"),
+        kernel::pci::Config {
+            vendor_id: f.vendor_id,
+            device_id: f.device_id,
+            subsystem_vendor_id: f.subsystem_vendor_id,
+            subsystem_device_id: f.subsystem_id,
+            revision_id: f.revision_id,
+            bus,
+            devfn,
+            resources,
+        },
+    )
+}
+
+/// Brings the GSP up with upstream's own commands (`gsp/commands.rs`), as its boot does:
+/// `SetSystemInfo` and `SetRegistry`, the wait for `GSP_INIT_DONE`, then
+/// `GetGspStaticInfo`, whose reply must name the virtual GPU. Returns "ok" or what failed.
+fn bring_up(cmdq: &crate::gsp::cmdq::Cmdq, bar: crate::driver::Bar0<'_>) -> std::string::String {
+    let pdev = pci_function();
+    let steps = || -> core::result::Result<(), std::string::String> {
+        let err = |what: &'static str| move |e: Error| std::format!("{what}: {e:?}");
+        cmdq.send_command_no_wait(bar, SetSystemInfo::new(&pdev, Chipset::GB202))
+            .map_err(err("SetSystemInfo"))?;
+        let registry = SetRegistry::new(VgpuState::Disabled).map_err(err("SetRegistry::new"))?;
+        cmdq.send_command_no_wait(bar, registry)
+            .map_err(err("SetRegistry"))?;
+        wait_gsp_init_done(cmdq).map_err(err("GSP_INIT_DONE"))?;
+        let info = cmdq
+            .send_command(bar, GetGspStaticInfo)
+            .map_err(err("GetGspStaticInfo"))?;
+        match info.gpu_name() {
+            Ok(name) if name == vgsp::GPU_NAME => Ok(()),
+            other => Err(std::format!("the static information names {other:?}")),
+        }
+    };
+    steps().err().unwrap_or_else(|| "ok".into())
+}
+
 /// Sends each of [`ECHO_SIZES`] through upstream's `Cmdq::send_command` against the
 /// virtual GSP and checks every reply byte for byte, printing one line per size:
 ///
@@ -213,8 +268,18 @@ pub fn echo() -> Result<EchoOutcome> {
         matched: 0,
         findings: Vec::new(),
     };
-    // Every command, and every reply of one element, on one queue.
+    // Bring-up, then every command, and every reply of one element, on one queue.
     let (checked, stats) = with_gsp(0, |cmdq, bar| -> Result {
+        let booted = bring_up(cmdq, bar.io());
+        println!("echo: bring-up: {booted}");
+        outcome.sent += 1;
+        outcome.matched += usize::from(booted == "ok");
+        if booted != "ok" {
+            outcome
+                .findings
+                .push(std::format!("echo: bring-up: {booted}"));
+            return Ok(());
+        }
         for (seed, &len) in ECHO_SIZES.iter().enumerate() {
             let params = pattern(len, seed);
             let digest = params_digest(&params)?;

@@ -33,6 +33,8 @@ pub(crate) mod fb;
 pub(crate) mod firmware;
 #[path = "adapters/gpu.rs"]
 pub(crate) mod gpu;
+#[path = "adapters/vgpu.rs"]
+pub(crate) mod vgpu;
 
 mod bench;
 pub mod checks;
