@@ -61,47 +61,7 @@ macro_rules! bitfield {
             $( $(#[doc = $doc:expr])* $hi:literal : $lo:literal $field:ident ; )*
         }
     ) => {
-        $(#[$attr])*
-        #[repr(transparent)]
-        #[derive(Clone, Copy, PartialEq, Eq)]
-        #[allow(non_camel_case_types)]
-        $vis struct $name {
-            inner: $storage,
-        }
-
-        // Not every user calls every accessor.
-        #[allow(dead_code)]
-        impl $name {
-            /// The value whose bits are `raw`.
-            #[inline(always)]
-            $vis const fn from_raw(raw: $storage) -> Self {
-                Self { inner: raw }
-            }
-
-            /// The bits of the value.
-            #[inline(always)]
-            $vis const fn into_raw(self) -> $storage {
-                self.inner
-            }
-        }
-
-        // SAFETY: `$name` is a transparent wrapper of the integer `$storage`, whose every
-        // bit pattern, zero included, is a value.
-        unsafe impl $crate::init::Zeroable for $name {}
-
-        impl ::core::convert::From<$storage> for $name {
-            #[inline(always)]
-            fn from(raw: $storage) -> Self {
-                Self::from_raw(raw)
-            }
-        }
-
-        impl ::core::convert::From<$name> for $storage {
-            #[inline(always)]
-            fn from(value: $name) -> Self {
-                value.into_raw()
-            }
-        }
+        $crate::register!(@value [] $(#[$attr])* $vis $name($storage));
 
         $crate::register!(@fields $vis $name($storage) {
             $( $(#[doc = $doc])* $hi : $lo $field ; )*

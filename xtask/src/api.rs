@@ -690,9 +690,10 @@ struct Finding {
     message: String,
 }
 
-/// Returns where a diagnostic points, relative to the repository when in it: its
-/// primary span, followed out of macros of other crates to the call site in the driver.
-fn location(diag: &Value, repo: &Path, build: &Path) -> String {
+/// Returns where a diagnostic points: its primary span, followed out of macros of other
+/// crates to the first file under one of `roots`, shown relative to that root after the
+/// root's label; `base` is what the compiler's file names are relative to.
+pub(crate) fn location(diag: &Value, roots: &[(&Path, &str)], base: &Path) -> String {
     let spans = diag["spans"].as_array().map(Vec::as_slice).unwrap_or(&[]);
     let Some(mut span) = spans
         .iter()
@@ -701,20 +702,24 @@ fn location(diag: &Value, repo: &Path, build: &Path) -> String {
     else {
         return "-".into();
     };
-    let file = |span: &Value| build.join(span["file_name"].as_str().unwrap_or("?"));
-    while !file(span).starts_with(repo) {
+    let file = |span: &Value| base.join(span["file_name"].as_str().unwrap_or("?"));
+    let rooted = |path: &Path| {
+        roots
+            .iter()
+            .find_map(|(root, label)| Some((path.strip_prefix(root).ok()?.to_path_buf(), *label)))
+    };
+    while rooted(&file(span)).is_none() {
         match &span["expansion"]["span"] {
             next @ Value::Object(_) => span = next,
             _ => break,
         }
     }
     let path = file(span);
-    let shown = path.strip_prefix(repo).unwrap_or(&path);
-    format!(
-        "{}:{}",
-        shown.display(),
-        span["line_start"].as_u64().unwrap_or(0)
-    )
+    let line = span["line_start"].as_u64().unwrap_or(0);
+    match rooted(&path) {
+        Some((rel, label)) => format!("{label}{}:{line}", rel.display()),
+        None => format!("{}:{line}", path.display()),
+    }
 }
 
 /// Compiles the driver's metadata against the tree; returns rustc's errors.
@@ -782,7 +787,7 @@ fn measure(
             continue;
         }
         findings.push(Finding {
-            location: location(&diag, repo, &tree.build),
+            location: location(&diag, &[(repo, "")], &tree.build),
             message: message.replace('\n', " "),
         });
     }
@@ -914,7 +919,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            location(&diag, Path::new("/repo"), Path::new("/build")),
+            location(&diag, &[(Path::new("/repo"), "")], Path::new("/build")),
             "drivers/a.rs:42"
         );
     }

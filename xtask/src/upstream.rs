@@ -157,34 +157,6 @@ fn patched_tree(repo: &Path, tree: &Path, patches: &[PathBuf]) -> Result<PathBuf
     Ok(scratch)
 }
 
-/// Returns where a compiler diagnostic points: upstream's files relative to the tree,
-/// ours relative to the repository, following macro expansions out to the file that
-/// used the macro.
-fn location(diag: &Value, tree: &Path, repo: &Path, manifest: &Path) -> String {
-    let spans = diag["spans"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-    let Some(mut span) = spans
-        .iter()
-        .find(|s| s["is_primary"].as_bool() == Some(true))
-        .or(spans.first())
-    else {
-        return "-".into();
-    };
-    let file = |span: &Value| manifest.join(span["file_name"].as_str().unwrap_or("?"));
-    while !file(span).starts_with(tree) && !file(span).starts_with(repo) {
-        match &span["expansion"]["span"] {
-            next @ Value::Object(_) => span = next,
-            _ => break,
-        }
-    }
-    let path = file(span);
-    let line = span["line_start"].as_u64().unwrap_or(0);
-    match (path.strip_prefix(tree), path.strip_prefix(repo)) {
-        (Ok(rel), _) => format!("upstream {}:{line}", rel.display()),
-        (_, Ok(rel)) => format!("ours {}:{line}", rel.display()),
-        _ => format!("{}:{line}", path.display()),
-    }
-}
-
 /// Builds the harness against `tree`; returns the binary, or every error the build had.
 fn build(repo: &Path, tree: &Path) -> Result<PathBuf, Vec<String>> {
     let manifest = repo.join("tests/upstream");
@@ -231,7 +203,7 @@ fn build(repo: &Path, tree: &Path) -> Result<PathBuf, Vec<String>> {
                 if !diag["spans"].as_array().is_some_and(Vec::is_empty) {
                     errors.push(format!(
                         "{}: {code} {text}",
-                        location(diag, tree, repo, &manifest)
+                        api::location(diag, &[(tree, "upstream "), (repo, "ours ")], &manifest)
                     ));
                 }
             }

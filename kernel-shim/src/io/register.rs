@@ -240,14 +240,12 @@ impl<const SIZE: usize, T: FixedRegister> LocatedRegister<Region<SIZE>> for T {
 macro_rules! register {
     // The rules that start with `@` are the macro's own steps.
 
-    // One register: its value type, its fields, its location.
-    (
-        @fixed $(#[$attr:meta])* $vis:vis $name:ident ($storage:ty) @ $offset:literal
-            { $($fields:tt)* }
-    ) => {
+    // A register's or a bit field's value type: the integer `$storage`, wrapped, with
+    // the derives every such type has and the ones listed.
+    (@value [$($derive:ident),*] $(#[$attr:meta])* $vis:vis $name:ident($storage:ty)) => {
         $(#[$attr])*
         #[repr(transparent)]
-        #[derive(Clone, Copy, PartialEq, Eq, Default)]
+        #[derive(Clone, Copy, PartialEq, Eq $(, $derive)*)]
         // `allow`, not `expect`: registers are usually named in the hardware's
         // `SCREAMING_CASE`, but need not be.
         #[allow(non_camel_case_types)]
@@ -272,7 +270,7 @@ macro_rules! register {
         }
 
         // SAFETY: `$name` is a transparent wrapper of the integer `$storage`, whose every
-        // bit pattern, zero included, is a value of the register.
+        // bit pattern, zero included, is a value.
         unsafe impl $crate::init::Zeroable for $name {}
 
         impl ::core::convert::From<$storage> for $name {
@@ -288,6 +286,14 @@ macro_rules! register {
                 value.into_raw()
             }
         }
+    };
+
+    // One register: its value type, its fields, its location.
+    (
+        @fixed $(#[$attr:meta])* $vis:vis $name:ident ($storage:ty) @ $offset:literal
+            { $($fields:tt)* }
+    ) => {
+        $crate::register!(@value [Default] $(#[$attr])* $vis $name($storage));
 
         impl $crate::io::register::Register for $name {
             type Storage = $storage;
