@@ -466,32 +466,28 @@ mod imp {
     }
 }
 
-#[cfg(all(test, feature = "host", not(loom)))]
-mod tests {
-    use std::{
-        thread,
-        time::Instant, //
-    };
-
+/// What the host's and the model's tests share: a value behind a mutex and the
+/// condition variable its changes are signalled on.
+#[cfg(all(test, any(feature = "host", loom)))]
+mod fixture {
     use crate::{
         prelude::*,
         sync::{
             new_mutex,
             CondVar,
-            CondVarTimeoutResult,
             Mutex, //
         },
     };
 
     #[pin_data]
-    struct Shared {
+    pub(super) struct Shared {
         #[pin]
-        value: Mutex<u32>,
+        pub(super) value: Mutex<u32>,
         #[pin]
-        changed: CondVar,
+        pub(super) changed: CondVar,
     }
 
-    fn shared() -> Pin<KBox<Shared>> {
+    pub(super) fn shared() -> Pin<KBox<Shared>> {
         KBox::pin_init(
             pin_init!(Shared {
                 value <- new_mutex!(0),
@@ -501,6 +497,18 @@ mod tests {
         )
         .expect("allocation")
     }
+}
+
+#[cfg(all(test, feature = "host", not(loom)))]
+mod tests {
+    use std::{
+        thread,
+        time::Instant, //
+    };
+
+    use crate::sync::CondVarTimeoutResult;
+
+    use super::fixture::shared;
 
     #[test]
     fn notify_one_wakes_the_waiter_with_the_lock_held_again() {
@@ -603,33 +611,11 @@ mod loom_tests {
 
     use crate::{
         prelude::*,
-        sync::{
-            new_mutex,
-            CondVar,
-            CondVarTimeoutResult,
-            Mutex, //
-        },
+        sync::CondVarTimeoutResult, //
     };
 
-    #[pin_data]
-    struct Shared {
-        #[pin]
-        value: Mutex<u32>,
-        #[pin]
-        changed: CondVar,
-    }
-
-    fn shared() -> Arc<Pin<KBox<Shared>>> {
-        Arc::new(
-            KBox::pin_init(
-                pin_init!(Shared {
-                    value <- new_mutex!(0),
-                    changed <- new_condvar!(),
-                }),
-                GFP_KERNEL,
-            )
-            .expect("allocation"),
-        )
+    fn shared() -> Arc<Pin<KBox<super::fixture::Shared>>> {
+        Arc::new(super::fixture::shared())
     }
 
     #[test]

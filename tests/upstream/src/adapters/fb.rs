@@ -28,27 +28,45 @@ impl Deref for FbRange {
     }
 }
 
-/// Framebuffer regions, as `GspFwWprMeta::from_ranges` reads them.
+/// Where the boot-argument code of `gsp/fw.rs` finds each region of the framebuffer
+/// (`GspFwWprMeta::from_ranges`): the field names are the ones it reads, the order and the
+/// words ours.
 #[derive(Debug, Default)]
 pub(crate) struct FbRanges {
+    /// The whole framebuffer, from address 0.
     pub(crate) fb: FbRange,
-    pub(crate) vga_workspace: FbRange,
-    pub(crate) frts: FbRange,
-    pub(crate) boot: FbRange,
-    pub(crate) elf: FbRange,
-    pub(crate) wpr2_heap: FbRange,
+    /// The second write-protected region, which holds the four below.
     pub(crate) wpr2: FbRange,
+    /// Its heap.
+    pub(crate) wpr2_heap: FbRange,
+    /// The firmware runtime security region in it.
+    pub(crate) frts: FbRange,
+    /// The GSP bootloader's image in it.
+    pub(crate) boot: FbRange,
+    /// The GSP firmware's ELF image in it.
+    pub(crate) elf: FbRange,
+    /// The heap outside the write-protected region.
     pub(crate) non_wpr_heap: FbRange,
-    pub(crate) vf_partition_count: u8,
+    /// The VGA workspace at the top of the framebuffer.
+    pub(crate) vga_workspace: FbRange,
+    /// The bytes kept for the PMU.
     pub(crate) pmu_reserved_size: u32,
+    /// How many virtual-function partitions the framebuffer is cut into.
+    pub(crate) vf_partition_count: u8,
 }
 
-/// Framebuffer region sizes, as `GspFwWprMeta::from_sizes` reads them.
+/// The sizes `GspFwWprMeta::from_sizes` lays the regions out from (names as it reads
+/// them).
 #[derive(Debug, Default)]
 pub(crate) struct FbSizes {
-    pub(crate) frts_size: u64,
+    /// Bytes of the second write-protected region's heap.
     pub(crate) wpr2_heap_size: u64,
+    /// Bytes of the firmware runtime security region.
+    pub(crate) frts_size: u64,
+    /// Bytes of the heap outside the write-protected region.
     pub(crate) non_wpr_heap_size: u64,
+    /// The bytes kept for the PMU.
     pub(crate) pmu_reserved_size: u32,
+    /// How many virtual-function partitions.
     pub(crate) vf_partition_count: u8,
 }
