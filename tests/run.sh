@@ -29,14 +29,20 @@
 #      the virtual GSP (`cargo xtask upstream`: its harness's tests; echo, hostile,
 #      bench and a bounded fuzz run, whose findings about upstream are reported, not
 #      failures; the echo must pass, pristine and with upstream/0001);
-#   9. kernel: `cargo xtask kernel-7.3` — Linux 7.3 with the project at drivers/vgsp
+#   9. ordering of the compiled code: our driver and GSP, and Linux 7.3's queue (pristine
+#      and with upstream/0001), built for aarch64 with the shim's trace marks, traced
+#      under qemu-aarch64 with the project's QEMU plugin (tests/trace/plugin) and decided
+#      under Linux's DMA contract and arm64's architecture (`cargo xtask ordering-trace
+#      --mutants`, `cargo xtask upstream ordering`): ours and the patched tree without a
+#      defect, every barrier mutant caught, 7.3's four defects named at its lines;
+#  10. kernel: `cargo xtask kernel-7.3` — Linux 7.3 with the project at drivers/vgsp
 #      (its rust/ untouched), built and booted under QEMU on x86_64 and arm64 with two
 #      CPUs; every KUnit suite (the ones above, an end-to-end suite with the virtual
 #      GSP on a kernel thread, the device suite with the GSP in a host process behind
 #      QEMU's ivshmem-doorbell device, 7.3's own Rust suites) must pass through
 #      kunit.py; and the tree's get_maintainer.pl must find MAINTAINERS' entries.
 #
-# Options: --host-only skips 4 to 9; --no-kernel skips 9.
+# Options: --host-only skips 4 to 10; --no-kernel skips 10.
 # It installs the Debian packages it needs when run as root, and caches what
 # it builds outside the checkout, under ${VGSP_CACHE:-~/.cache/vgsp}.
 
@@ -119,7 +125,7 @@ apt_install() {
 # Debian packages: the second rustc with the std source (for -Zbuild-std), its
 # linker, the aarch64 cross toolchain and qemu-user, and Python (for kunit.py).
 ensure_packages() {
-    local want=(rustc-web cargo-web rust-web-src lld-22 llvm-22 qemu-user
+    local want=(rustc-web cargo-web rust-web-src lld-22 llvm-22 qemu-user gcc
         gcc-aarch64-linux-gnu libc6-dev-arm64-cross python3 xz-utils)
     ((HOST_ONLY)) && want=(python3 xz-utils)
     local need=() p
@@ -306,6 +312,37 @@ if ((KERNEL)); then
     tail -n 1 target/upstream-kernel.log
 fi
 pass "upstream's queue against the virtual GSP"
+
+step "ordering of the compiled code: arm64 traces under qemu-aarch64 (cargo xtask ordering-trace)"
+# Our driver and GSP: no defect, and every barrier mutant caught by the trace check too.
+logged target/ordering-trace.log -v '^ {8}by |^ +Compiling ' cargo xtask ordering-trace --mutants ||
+    fail "cargo xtask ordering-trace --mutants (see target/ordering-trace.log)"
+grep -qE '^ordering: 0 defects \(contract\), 0 defects \(arm64\), [0-9]+ events from [0-9]+ threads' \
+    target/ordering-trace.log || fail "our compiled driver or GSP has an ordering defect"
+grep -qE '^ordering-trace mutants: ([0-9]+) caught of \1$' target/ordering-trace.log ||
+    fail "a barrier mutant escaped the trace check"
+# Linux 7.3's queue: the review thread's four defects, each at upstream's line; findings
+# about the tree, but the check must keep seeing them.
+VGSP_CACHE=$CACHE cargo xtask upstream ordering >target/upstream-ordering.log 2>&1 ||
+    { tail -n 30 target/upstream-ordering.log; fail "cargo xtask upstream ordering"; }
+grep -E '^ordering' target/upstream-ordering.log
+cmdq='at drivers/gpu/nova-core/gsp/cmdq\.rs:[0-9]+'
+for defect in \
+    "cpu load gspq\.tx\.writePtr -> load gspq slot: no load->load ordering .*$cmdq\$" \
+    "cpu store cpuq slot -> store cpuq\.tx\.writePtr: no store->store ordering; the .dmb ish. $cmdq comes after the pointer store" \
+    "cpu load gspq slot -> store cpuq\.rx\.readPtr: no load->store ordering; the .dmb ish. $cmdq is a CPU barrier" \
+    "cpu load gspq\.rx\.readPtr -> store cpuq slot: no load->store ordering \(a control dependency is not honoured\).*$cmdq\$"; do
+    grep -qE "^ordering defect \(contract\): $defect" target/upstream-ordering.log ||
+        fail "the trace check no longer finds 7.3's defect: $defect"
+done
+# With our patch: nothing missing under either verdict.
+VGSP_CACHE=$CACHE cargo xtask upstream --patch upstream/0001-gpu-nova-core-gsp-acquire-release-pointer-accessors.patch ordering \
+    >target/upstream-ordering-patched.log 2>&1 ||
+    { tail -n 30 target/upstream-ordering-patched.log; fail "cargo xtask upstream --patch upstream/0001-*.patch ordering"; }
+grep -E '^ordering' target/upstream-ordering-patched.log
+grep -qE '^ordering: 0 defects \(contract\), 0 defects \(arm64\), ' target/upstream-ordering-patched.log ||
+    fail "upstream/0001 leaves an ordering defect in the compiled queue"
+pass "ordering of the compiled code (arm64 traces)"
 
 if ((KERNEL)); then
     step "MAINTAINERS: Linux 7.3's get_maintainer.pl finds the entries"

@@ -134,6 +134,8 @@ fn alloc_zeroed(dev: &Device<Bound>, size: usize, align: usize) -> Result<Alloca
     #[cfg(all(feature = "host", not(loom)))]
     if let Some(pool) = dev.dma_pool() {
         let (cpu_addr, dma_addr) = pool.alloc_zeroed(size)?;
+        #[cfg(feature = "trace")]
+        crate::trace::region(cpu_addr.as_ptr().addr(), size);
         return Ok(Allocation {
             cpu_addr,
             dma_addr,
@@ -145,6 +147,8 @@ fn alloc_zeroed(dev: &Device<Bound>, size: usize, align: usize) -> Result<Alloca
     let ptr = crate::env::alloc_coherent(size).ok_or(ENOMEM)?;
     #[cfg(loom)]
     crate::model::register(ptr.as_ptr() as usize, size);
+    #[cfg(all(feature = "trace", not(loom)))]
+    crate::trace::region(ptr.as_ptr().addr(), size);
     Ok(Allocation {
         cpu_addr: ptr,
         // CAST: addresses fit in 64 bits on every supported architecture.
@@ -304,6 +308,8 @@ impl<T: KnownSize + ?Sized> Drop for Coherent<T> {
         let size = self.size();
         #[cfg(loom)]
         crate::model::unregister(self.cpu_addr.as_ptr().cast::<u8>().addr());
+        #[cfg(all(feature = "trace", not(loom)))]
+        crate::trace::region_end(self.cpu_addr.as_ptr().cast::<u8>().addr());
         // SAFETY: by the type invariant the memory is `size` bytes from `alloc_coherent`,
         // and nothing uses it after this.
         unsafe { crate::env::free_coherent(self.cpu_addr.cast::<u8>(), size) };
@@ -539,7 +545,10 @@ macro_rules! plain_word {
             #[inline(always)]
             unsafe fn load(p: *const Self) -> Self {
                 // SAFETY: the caller's contract.
-                unsafe { p.read_volatile() }
+                let value = unsafe { p.read_volatile() };
+                #[cfg(all(feature = "trace", not(loom)))]
+                crate::trace::loaded(p.addr(), value.into());
+                value
             }
 
             #[track_caller]
@@ -668,6 +677,7 @@ impl<'a> DmaView<'a> {
     ///
     /// - `EINVAL` if the word is unaligned or outside the view.
     #[track_caller]
+    #[inline]
     pub fn read32(&self, offset: usize) -> Result<u32> {
         let p = self.range(offset, 4, 4)?;
         // SAFETY: `p` is aligned and inside the view (checked above).
@@ -680,6 +690,7 @@ impl<'a> DmaView<'a> {
     ///
     /// - `EINVAL` if the word is unaligned or outside the view.
     #[track_caller]
+    #[inline]
     pub fn write32(&self, offset: usize, value: u32) -> Result {
         let p = self.range(offset, 4, 4)?;
         // SAFETY: `p` is aligned and inside the view (checked above).
@@ -796,9 +807,17 @@ unsafe fn load_u32(p: *const u32) -> u32 {
         crate::model::load_word(p)
     }
     #[cfg(not(loom))]
-    // SAFETY: The caller's contract.
-    unsafe {
-        core::ptr::read_volatile(p)
+    {
+        #[cfg(feature = "trace")]
+        crate::trace::moved_barriers(core::panic::Location::caller(), false);
+        // SAFETY: The caller's contract.
+        let value = unsafe { core::ptr::read_volatile(p) };
+        #[cfg(feature = "trace")]
+        {
+            crate::trace::loaded(p.addr(), value.into());
+            crate::trace::moved_barriers(core::panic::Location::caller(), true);
+        }
+        value
     }
 }
 
@@ -816,8 +835,12 @@ unsafe fn store_u32(p: *mut u32, value: u32) {
         crate::model::store_word(p, value)
     }
     #[cfg(not(loom))]
-    // SAFETY: The caller's contract.
-    unsafe {
-        core::ptr::write_volatile(p, value)
+    {
+        #[cfg(feature = "trace")]
+        crate::trace::moved_barriers(core::panic::Location::caller(), false);
+        // SAFETY: The caller's contract.
+        unsafe { core::ptr::write_volatile(p, value) };
+        #[cfg(feature = "trace")]
+        crate::trace::moved_barriers(core::panic::Location::caller(), true);
     }
 }

@@ -88,6 +88,7 @@
 //! | — | `host::DmaPool`, `device::Device::<Bound>::with_dma_pool`, `Device::dma_pool` | not in 7.3 | Ours, test bench (host only): a device whose coherent allocations (`Coherent::zeroed`, `zeroed_slice`, `CoherentBox::zeroed`) are carved from a mapping the caller shares with another process, page-aligned bump allocation (a freed block leaks within the pool), bus address = the caller's bus base + the offset. The ivshmem host test plays QEMU with it: the GSP process reaches the driver's `GspMem` in "guest RAM" by bus address, as it does under QEMU. 7.3's `Device` has a `struct device` and the real DMA API behind it. |
 //! | — | `vdev::{device, SimBar, run_beside}` | not in 7.3 | Test bench: the suites' device, a memory-backed BAR whose doorbells wake a waiter, a device model on a thread of its own. The suites reach them as crate `vdev`: `kernel-shim/vdev` on the host, which re-exports these, `kernel-shim/linux-7.3/vdev` in a kernel (a faux device, a BAR that is an `Io` backend of its own, a kthread), written on 7.3's crate. |
 //! | — | `model::*` | not in 7.3 | The loom backend (`--cfg loom`), tests only: agents, the access trace, barrier mutations, `ModelBar`. |
+//! | — | `trace::*` | not in 7.3 | The trace build (feature `trace`), for the ordering check of compiled code only: marks of coherent regions and of loaded values for the project's QEMU plugin, and the barrier mutations at run time. |
 
 #![no_std]
 
@@ -112,6 +113,8 @@ pub mod io;
 pub mod kunit;
 #[cfg(loom)]
 pub mod model;
+#[cfg(any(loom, feature = "trace"))]
+mod mutation;
 pub mod num;
 pub mod pci;
 pub mod prelude;
@@ -120,6 +123,8 @@ pub mod ptr;
 pub mod sizes;
 pub mod sync;
 pub mod time;
+#[cfg(all(feature = "trace", not(loom)))]
+pub mod trace;
 pub mod transmute;
 #[cfg(feature = "host")]
 pub mod vdev;

@@ -56,18 +56,16 @@ use loom::sync::atomic::{
     Ordering, //
 };
 
-use crate::io::MmioWriteObserver;
-
-/// A barrier flavour.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Flavour {
-    /// Orders everything.
-    Full,
-    /// Orders loads against loads.
-    Read,
-    /// Orders stores against stores.
-    Write,
-}
+pub use crate::mutation::{
+    Flavour,
+    Mutation,
+    MutationOp,
+    Site, //
+};
+use crate::{
+    io::MmioWriteObserver,
+    mutation::env_mutations, //
+};
 
 /// Who performed an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -118,93 +116,6 @@ pub struct Event {
     pub kind: Kind,
     /// The source line of the access or barrier.
     pub site: &'static Location<'static>,
-}
-
-/// What to do to the barrier at one source line.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MutationOp {
-    /// Remove it.
-    Delete,
-    /// Replace its flavour.
-    Weaken(Flavour),
-    /// Remove it and run a barrier of this flavour just before the access at `site`.
-    MoveBefore(Flavour, Site),
-    /// Remove it and run a barrier of this flavour just after the access at `site`.
-    MoveAfter(Flavour, Site),
-}
-
-/// A source line: a file path as the compiler names it, and a line.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Site {
-    /// The file.
-    pub file: String,
-    /// The line.
-    pub line: u32,
-}
-
-impl Site {
-    fn is(&self, loc: &Location<'_>) -> bool {
-        self.line == loc.line() && self.file == loc.file()
-    }
-}
-
-/// A mutation of one barrier.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Mutation {
-    /// The barrier's line.
-    pub barrier: Site,
-    /// What to do to it.
-    pub op: MutationOp,
-}
-
-fn parse_flavour(s: &str) -> Option<Flavour> {
-    match s {
-        "full" => Some(Flavour::Full),
-        "read" => Some(Flavour::Read),
-        "write" => Some(Flavour::Write),
-        _ => None,
-    }
-}
-
-fn parse_site(s: &str) -> Option<Site> {
-    let (file, line) = s.rsplit_once(':')?;
-    Some(Site {
-        file: file.to_string(),
-        line: line.parse().ok()?,
-    })
-}
-
-impl Mutation {
-    /// Parses `FILE:LINE:OP` (see the module documentation).
-    pub fn parse(spec: &str) -> Option<Self> {
-        let mut parts = spec.splitn(3, ':');
-        let file = parts.next()?;
-        let line = parts.next()?.parse().ok()?;
-        let op = parts.next()?;
-        let op = match op {
-            "delete" => MutationOp::Delete,
-            "weaken-read" => MutationOp::Weaken(Flavour::Read),
-            "weaken-write" => MutationOp::Weaken(Flavour::Write),
-            _ => {
-                let (how, site) = op.split_once(':')?;
-                let (dir, flavour) = how.split_once('-')?;
-                let flavour = parse_flavour(flavour)?;
-                let site = parse_site(site)?;
-                match dir {
-                    "before" => MutationOp::MoveBefore(flavour, site),
-                    "after" => MutationOp::MoveAfter(flavour, site),
-                    _ => return None,
-                }
-            }
-        };
-        Some(Self {
-            barrier: Site {
-                file: file.to_string(),
-                line,
-            },
-            op,
-        })
-    }
 }
 
 struct State {
@@ -271,21 +182,6 @@ pub fn take_trace() -> Vec<Event> {
 /// `VGSP_MUTANT`).
 pub fn set_mutations(mutations: Option<Vec<Mutation>>) {
     state().forced = mutations;
-}
-
-/// Parses `VGSP_MUTANT`.
-///
-/// # Panics
-///
-/// If `VGSP_MUTANT` cannot be parsed: a mutation run must not silently test nothing.
-fn env_mutations() -> Vec<Mutation> {
-    match std::env::var("VGSP_MUTANT") {
-        Ok(spec) if !spec.is_empty() => spec
-            .split(',')
-            .map(|m| Mutation::parse(m).unwrap_or_else(|| panic!("bad VGSP_MUTANT entry {m:?}")))
-            .collect(),
-        _ => Vec::new(),
-    }
 }
 
 /// Returns the mutations in force in this execution.

@@ -29,7 +29,7 @@ const SUITE: &str = "trixie-backports";
 /// The tarball inside the package.
 const TARBALL: &str = "usr/src/linux-source-7.3.tar.xz";
 /// The keyring the private configuration trusts (Debian's, as the system's sources do).
-const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
+pub(crate) const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
 
 /// Returns the cache directory: `$VGSP_CACHE`, default `~/.cache/vgsp`.
 ///
@@ -56,7 +56,7 @@ pub(crate) fn is_linux_7_3(tree: &Path) -> bool {
 }
 
 /// Runs `cmd`, failing with what it was and what it printed.
-fn run(cmd: &mut Command) -> Result<(), String> {
+pub(crate) fn run(cmd: &mut Command) -> Result<(), String> {
     let out = cmd
         .output()
         .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
@@ -72,7 +72,7 @@ fn run(cmd: &mut Command) -> Result<(), String> {
 }
 
 /// Returns the Debian mirror the system's apt sources use.
-fn debian_mirror() -> Result<String, String> {
+pub(crate) fn debian_mirror() -> Result<String, String> {
     let mut texts = Vec::new();
     for dir in ["/etc/apt/sources.list.d", "/etc/apt"] {
         let Ok(entries) = fs::read_dir(dir) else {
@@ -112,26 +112,40 @@ fn debian_mirror() -> Result<String, String> {
     Err("no Debian mirror in /etc/apt/sources.list.d or /etc/apt/sources.list".into())
 }
 
-/// Fetches and unpacks the tree into `dest`.
-fn fetch(cache: &Path, dest: &Path) -> Result<(), String> {
-    let apt = cache.join("apt-7.3");
-    for d in ["lists/partial", "cache/archives/partial", "debs"] {
+/// Makes a private apt configuration in `apt` whose only sources are `sources` (lines
+/// of a `sources.list`), with directories `extra` under it too; returns the options
+/// that make `apt-get` use it (the system's own sources and state are never touched).
+pub(crate) fn private_apt(
+    apt: &Path,
+    sources: &str,
+    extra: &[&str],
+) -> Result<Vec<String>, String> {
+    for d in ["lists/partial", "cache/archives/partial"]
+        .iter()
+        .chain(extra)
+    {
         fs::create_dir_all(apt.join(d)).map_err(|e| format!("{}: {e}", apt.display()))?;
     }
-    let mirror = debian_mirror()?;
-    let sources = apt.join("sources.list");
-    fs::write(
-        &sources,
-        format!("deb [signed-by={KEYRING}] {mirror} {SUITE} main\n"),
-    )
-    .map_err(|e| format!("{}: {e}", sources.display()))?;
-    let opts = [
-        format!("-o=Dir::Etc::sourcelist={}", sources.display()),
+    let list = apt.join("sources.list");
+    fs::write(&list, sources).map_err(|e| format!("{}: {e}", list.display()))?;
+    Ok(vec![
+        format!("-o=Dir::Etc::sourcelist={}", list.display()),
         "-o=Dir::Etc::sourceparts=/nonexistent".to_string(),
         format!("-o=Dir::State::Lists={}", apt.join("lists").display()),
         format!("-o=Dir::Cache={}", apt.join("cache").display()),
         "-o=APT::Sandbox::User=root".to_string(),
-    ];
+    ])
+}
+
+/// Fetches and unpacks the tree into `dest`.
+fn fetch(cache: &Path, dest: &Path) -> Result<(), String> {
+    let apt = cache.join("apt-7.3");
+    let mirror = debian_mirror()?;
+    let opts = private_apt(
+        &apt,
+        &format!("deb [signed-by={KEYRING}] {mirror} {SUITE} main\n"),
+        &["debs"],
+    )?;
     let debs = apt.join("debs");
     let deb = |debs: &Path| -> Option<PathBuf> {
         fs::read_dir(debs)

@@ -16,6 +16,11 @@
 //! explains it with `Survives <kind>: <reason>` (kinds: `delete`, `weaken-read`,
 //! `weaken-write`, `move`). The last line is `ordering mutants: K killed of N`.
 //!
+//! `cargo xtask ordering-trace [--mutants]`: the driver and the virtual GSP compiled for
+//! aarch64, traced instruction by instruction under `qemu-aarch64` with the project's
+//! plugin, and the trace decided under Linux's DMA contract and arm64's architecture;
+//! with `--mutants`, every mutant above too (see [`ordering`]).
+//!
 //! `cargo xtask linux-7.3` and `cargo xtask check-patches [--tree DIR]`: the Linux 7.3
 //! tree and the patches of `upstream/` (see [`linux`]).
 //!
@@ -31,6 +36,7 @@
 mod api;
 mod kernel;
 mod linux;
+mod ordering;
 mod upstream;
 
 use std::{
@@ -329,6 +335,24 @@ fn justified(m: &Mutant) -> bool {
     p.comment.contains(&format!("Survives {}:", m.kind))
 }
 
+/// Every ordering point of [`SOURCES`] and its mutants, the seed's shape last.
+fn all_mutants(root: &Path) -> Result<(Vec<Point>, Vec<Mutant>), String> {
+    let mut files = Vec::new();
+    for dir in SOURCES {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut points = Vec::new();
+    for f in &files {
+        points.extend(points_in(root, f)?);
+    }
+    if points.is_empty() {
+        return Err("no ordering points found".into());
+    }
+    let mut mutants: Vec<Mutant> = points.iter().flat_map(mutants_of).collect();
+    mutants.push(seed_mutant(&points)?);
+    Ok((points, mutants))
+}
+
 fn ordering_mutants(args: &[String]) -> Result<bool, String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -351,19 +375,7 @@ fn ordering_mutants(args: &[String]) -> Result<bool, String> {
         }
     }
 
-    let mut files = Vec::new();
-    for dir in SOURCES {
-        rust_files(&root.join(dir), &mut files);
-    }
-    let mut points = Vec::new();
-    for f in &files {
-        points.extend(points_in(&root, f)?);
-    }
-    if points.is_empty() {
-        return Err("no ordering points found".into());
-    }
-    let mut mutants: Vec<Mutant> = points.iter().flat_map(mutants_of).collect();
-    mutants.push(seed_mutant(&points)?);
+    let (points, mutants) = all_mutants(&root)?;
     println!(
         "{} ordering points, {} mutants:",
         points.len(),
@@ -432,18 +444,18 @@ fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ordering-mutants") => ordering_mutants(&args[1..]),
+        Some("ordering-trace") => ordering::ordering_trace(&args[1..]),
         Some("linux-7.3") => linux::linux_7_3_command(&args[1..]),
         Some("check-patches") => linux::check_patches(&args[1..]),
         Some("api-7.3") => api::api_7_3(&args[1..]),
         Some("kernel-7.3") => kernel::kernel_7_3(&args[1..]),
         Some("upstream") => upstream::upstream(&args[1..]),
-        _ => Err(
-            "usage: cargo xtask ordering-mutants [--jobs N] [--list] | linux-7.3 | \
+        _ => Err("usage: cargo xtask ordering-mutants [--jobs N] [--list] | \
+                  ordering-trace [--mutants] | linux-7.3 | \
                   check-patches [--tree DIR] | api-7.3 [--tree DIR] | \
                   kernel-7.3 [--without-project] [x86_64|arm64]... | \
                   upstream [--tree DIR] [--patch FILE]... [WHAT...]"
-                .into(),
-        ),
+            .into()),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -21,6 +21,11 @@
 //!
 //! 5. `kernel` (only when named) builds the tree's nova-core in the kernel itself, x86_64
 //!    with `CONFIG_NOVA_CORE=y` ([`build_in_kernel`]), any warning a failure.
+//! 6. `ordering` (only when named) builds the harness for aarch64 with the shim's trace
+//!    marks, runs its `ordering` workload under `qemu-aarch64` with the project's plugin
+//!    and decides the trace ([`crate::ordering`]): one line per missing ordering at the
+//!    tree's source line, and `ordering C defects (contract), A defects (arm64)` in the
+//!    summary. Defects are findings about the tree, not failures.
 //!
 //! The exit status is 0 when the command worked, findings or not; 1 when the echo check
 //! failed; 2 when the command could not run (no tree, a patch that does not apply, a
@@ -60,6 +65,7 @@ use crate::{
         self,
         linux_7_3, //
     },
+    ordering,
 };
 
 /// The queue files of nova-core that the harness compiles, relative to
@@ -261,35 +267,38 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
         let file = patch.file_name().map(|f| f.to_string_lossy().into_owned());
         name += &format!(" +{}", file.unwrap_or_default());
     }
-    println!("xtask: upstream: building {name}'s nova-core queue against the shim");
-    let binary = match build(&repo, &built_from) {
-        Ok(binary) => binary,
-        Err(errors) => {
-            for e in &errors {
-                println!("upstream build: {e}");
-            }
-            return Err(format!(
-                "{name}: the queue does not build with the project's adapters ({} errors above)",
-                errors.len()
-            ));
-        }
-    };
     let fuzz = opts.what.is_empty() || opts.what.iter().any(|w| w == "fuzz");
     let kernel = opts.what.iter().any(|w| w == "kernel");
+    let ordering = opts.what.iter().any(|w| w == "ordering");
     let checks: Vec<&String> = opts
         .what
         .iter()
-        .filter(|w| *w != "fuzz" && *w != "kernel")
+        .filter(|w| !["fuzz", "kernel", "ordering"].contains(&w.as_str()))
         .collect();
     if kernel {
         build_in_kernel(&tree, &built_from, &name)?;
-        if checks.is_empty() && !fuzz {
-            return Ok(true);
-        }
     }
     let mut summary = None;
+    if ordering {
+        println!("xtask: upstream: {name}'s queue for aarch64, traced under qemu-aarch64");
+        let figures = ordering::upstream_ordering(&built_from, &name)?;
+        summary = Some(format!("{name}: {figures}"));
+    }
     let mut echo_failed = false;
     if opts.what.is_empty() || !checks.is_empty() {
+        println!("xtask: upstream: building {name}'s nova-core queue against the shim");
+        let binary = match build(&repo, &built_from) {
+            Ok(binary) => binary,
+            Err(errors) => {
+                for e in &errors {
+                    println!("upstream build: {e}");
+                }
+                return Err(format!(
+                    "{name}: the queue does not build with the project's adapters ({} errors above)",
+                    errors.len()
+                ));
+            }
+        };
         let out = Command::new(binary)
             .arg("--name")
             .arg(&name)
@@ -299,7 +308,15 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
             .map_err(|e| format!("cannot run the harness: {e}"))?;
         let text = String::from_utf8_lossy(&out.stdout);
         let mut lines: Vec<&str> = text.lines().collect();
-        summary = lines.pop().map(str::to_string);
+        let last = lines.pop().map(str::to_string);
+        summary = match (summary, last) {
+            // `<name>: ordering ...` and `<name>: echo ...`: one line, the name once.
+            (Some(ours), Some(theirs)) => Some(format!(
+                "{theirs}, {}",
+                ours.trim_start_matches(&format!("{name}: "))
+            )),
+            (ours, theirs) => theirs.or(ours),
+        };
         for line in lines {
             println!("{line}");
         }

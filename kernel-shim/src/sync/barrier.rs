@@ -154,7 +154,11 @@ compile_error!("kernel::sync::barrier: no barrier instructions for this architec
 ///
 /// With the feature `dma-mb-all-full` (benchmarks only) every flavour emits the [`Full`]
 /// instruction; with `dma-mb-stats` the call is counted (`stats`).
+///
+/// With the feature `trace` it is applied as `VGSP_MUTANT` mutates the barrier at the
+/// caller's source location (`kernel::trace`).
 #[cfg(not(loom))]
+#[cfg_attr(feature = "trace", track_caller)]
 #[inline(always)]
 pub fn dma_mb<T: MemoryBarrier>(_: T) {
     #[cfg(feature = "dma-mb-stats")]
@@ -162,6 +166,9 @@ pub fn dma_mb<T: MemoryBarrier>(_: T) {
     if DMA_MB_ALL_FULL {
         Full::dma()
     } else {
+        #[cfg(feature = "trace")]
+        crate::trace::barrier::<T>(core::panic::Location::caller());
+        #[cfg(not(feature = "trace"))]
         T::dma()
     }
 }

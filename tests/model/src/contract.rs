@@ -44,7 +44,19 @@
 //! - MMIO (the doorbell) is outside the model: the GSP does not rely on it for ordering.
 //! - The kernel's own herd7 model does not cover DMA; this one is this project's.
 
-use std::{collections::HashMap, fmt, string::String, vec::Vec};
+use std::{
+    collections::HashMap,
+    fmt,
+    string::String,
+    vec::Vec, //
+};
+
+use crate::ppo::{
+    self,
+    Access,
+    Item,
+    Select, //
+};
 
 /// A barrier flavour.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -137,17 +149,30 @@ enum Src {
     Store(usize),
 }
 
-/// Which accesses a barrier flavour orders.
-type Orders = fn(&Event) -> bool;
+/// An event as preserved program order sees it: a `Full` barrier orders every pair, a
+/// `Read` one loads before loads, a `Write` one stores before stores.
+fn item(e: &Event) -> Item {
+    match e.op {
+        Op::Load { loc, .. } => Item::Access(Access::plain(true, false, Some(loc))),
+        Op::Store { loc, .. } => Item::Access(Access::plain(false, true, Some(loc))),
+        Op::Fence(f) => {
+            let side = match f {
+                Flavour::Full => Select::All,
+                Flavour::Read => Select::Loads,
+                Flavour::Write => Select::Stores,
+            };
+            Item::Order {
+                before: side,
+                after: side,
+            }
+        }
+    }
+}
 
 /// An execution graph over the events of a trace.
 ///
-/// ppo is represented through the barrier events themselves, so the graph stays linear
-/// in the trace: each access has an edge to the next barrier of each flavour that orders
-/// it, each barrier to the next barrier of its flavour and to the accesses it orders
-/// before that one, and each access to its agent's next access of the same location.
-/// A path between two accesses of one agent then exists exactly when a chain of ppo
-/// edges does, which is all acyclicity needs.
+/// ppo is each agent's [`ppo::Graph`], whose paths between two accesses exist exactly
+/// when a chain of ppo edges does, which is all acyclicity needs.
 struct Graph<'a> {
     events: &'a [Event],
     /// Edges of ppo (through barrier nodes) and co.
@@ -177,44 +202,9 @@ impl<'a> Graph<'a> {
         agents.dedup();
         for agent in agents {
             let po: Vec<usize> = (0..n).filter(|&i| events[i].agent == agent).collect();
-            // Which accesses a barrier of each flavour orders.
-            let chains: [(Flavour, Orders); 3] = [
-                (Flavour::Full, |e| e.loc().is_some()),
-                (Flavour::Read, Event::is_load),
-                (Flavour::Write, Event::is_store),
-            ];
-            for (flavour, orders) in chains {
-                let mut last_fence: Option<usize> = None;
-                let mut pending: Vec<usize> = Vec::new();
-                for &i in &po {
-                    match events[i].op {
-                        Op::Fence(f) if f == flavour => {
-                            for &a in &pending {
-                                base[a].push(i);
-                            }
-                            pending.clear();
-                            if let Some(prev) = last_fence {
-                                base[prev].push(i);
-                            }
-                            last_fence = Some(i);
-                        }
-                        _ if orders(&events[i]) => {
-                            if let Some(f) = last_fence {
-                                base[f].push(i);
-                            }
-                            pending.push(i);
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            let mut last_at: HashMap<u64, usize> = HashMap::new();
-            for &i in &po {
-                if let Some(loc) = events[i].loc() {
-                    if let Some(prev) = last_at.insert(loc, i) {
-                        base[prev].push(i);
-                    }
-                }
+            let items: Vec<Item> = po.iter().map(|&i| item(&events[i])).collect();
+            for (from, to) in ppo::Graph::new(&items).edges() {
+                base[po[from]].push(po[to]);
             }
         }
         Self { events, base, co }

@@ -3,7 +3,12 @@
 //! The ordering proof of the command queue.
 //!
 //! - [`contract`]: an axiomatic checker of the Linux DMA barrier contract (what loom,
-//!   which explores C11, cannot see), with its own litmus tests.
+//!   which explores C11, cannot see), with its own litmus tests; its preserved program
+//!   order is [`ppo`]'s.
+//! - [`compiled`]: the same question asked of a compiled binary: the ordering a trace of
+//!   its arm64 instructions (recorded by the project's QEMU plugin, `tests/trace`) shows
+//!   between the accesses the ring protocol needs ordered, under Linux's DMA contract and
+//!   under arm64's architecture.
 //! - `scenarios` (under `--cfg loom`): the unchanged driver and virtual GSP as two loom
 //!   threads over the model backend of the `kernel` shim, each execution's trace then
 //!   decided by the contract checker.
@@ -12,6 +17,8 @@
 //! tool (`cargo xtask ordering-mutants`) runs the same scenarios once per barrier
 //! mutant.
 
+pub mod compiled;
 pub mod contract;
+pub mod ppo;
 #[cfg(loom)]
 pub mod scenarios;

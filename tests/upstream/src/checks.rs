@@ -249,6 +249,46 @@ fn bring_up(cmdq: &crate::gsp::cmdq::Cmdq, bar: crate::driver::Bar0<'_>) -> std:
     steps().err().unwrap_or_else(|| "ok".into())
 }
 
+/// The payload sizes of [`ordering_workload`]'s echo controls, in turn: replies of one
+/// slot and of several, all within one element (the tree's receive path need not
+/// reassemble anything).
+const ORDERING_SIZES: &[usize] = &[1, 100, 4096, 8000, 7];
+
+/// How many echo controls [`ordering_workload`] sends: enough that both rings wrap more
+/// than twice, so every slot is reused.
+const ORDERING_COMMANDS: usize = 120;
+
+/// The workload `cargo xtask upstream ordering` traces: bring-up with upstream's own
+/// commands, then [`ORDERING_COMMANDS`] echo controls through upstream's
+/// `Cmdq::send_command`, the GSP on a thread of its own. Returns how many replies matched
+/// out of how many commands, the bring-up included.
+///
+/// # Errors
+///
+/// - `ENOMEM` if the bench cannot be had; the GSP's own error.
+pub fn ordering_workload() -> Result<(usize, usize)> {
+    let ((matched, sent), stats) = with_gsp(0, |cmdq, bar| {
+        let booted = bring_up(cmdq, bar.io());
+        if booted != "ok" {
+            println!("ordering: bring-up: {booted}");
+            return (0, 1);
+        }
+        let mut matched = 1;
+        for n in 0..ORDERING_COMMANDS {
+            let params = pattern(ORDERING_SIZES[n % ORDERING_SIZES.len()], n);
+            let echoed = check(cmdq, bar.io(), VGSP_CTRL_CMD_ECHO, &params, &params);
+            if echoed == "ok" {
+                matched += 1;
+            } else {
+                println!("ordering: echo {n}: {echoed}");
+            }
+        }
+        (matched, ORDERING_COMMANDS + 1)
+    })?;
+    stats?;
+    Ok((matched, sent))
+}
+
 /// Sends each of [`ECHO_SIZES`] through upstream's `Cmdq::send_command` against the
 /// virtual GSP and checks every reply byte for byte, printing one line per size:
 ///

@@ -4,7 +4,8 @@
 //! was built from (`cargo xtask upstream` builds and runs it), one section each, a
 //! `finding:` line per finding, the summary line last.
 //!
-//! Exit status: 0 when every check ran and the echo matched; 1 when the echo failed;
+//! Exit status: 0 when every check ran and the echo matched; 1 when the echo (or the
+//! ordering workload's) failed;
 //! 2 when a check could not run or `WHAT` names none this harness has.
 
 use std::process::ExitCode;
@@ -18,6 +19,10 @@ use vgsp_upstream::{
 /// The checks, in the order they run when none is named.
 const CHECKS: &[&str] = &["echo", "hostile", "bench"];
 
+/// What runs only when named: `ordering`, the workload `cargo xtask upstream ordering`
+/// traces under `qemu-aarch64` (a binary built with the shim's `trace` feature).
+const NAMED_ONLY: &[&str] = &["ordering"];
+
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let mut name = String::from("upstream");
@@ -25,11 +30,12 @@ fn main() -> ExitCode {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--name" => name = args.next().unwrap_or_default(),
-            check if CHECKS.contains(&check) => what.push(arg),
+            check if CHECKS.contains(&check) || NAMED_ONLY.contains(&check) => what.push(arg),
             other => {
                 eprintln!(
-                    "vgsp-upstream: no check {other:?}; this harness has: {}",
-                    CHECKS.join(", ")
+                    "vgsp-upstream: no check {other:?}; this harness has: {}, {}",
+                    CHECKS.join(", "),
+                    NAMED_ONLY.join(", ")
                 );
                 return ExitCode::from(2);
             }
@@ -43,6 +49,18 @@ fn main() -> ExitCode {
     for check in &what {
         println!("== {check}");
         match check.as_str() {
+            "ordering" => match checks::ordering_workload() {
+                Ok((matched, sent)) => {
+                    echo_failed |= matched != sent;
+                    summary.push(format!(
+                        "ordering workload {matched} of {sent} replies matched"
+                    ));
+                }
+                Err(e) => {
+                    eprintln!("vgsp-upstream: the ordering workload could not run: {e:?}");
+                    return ExitCode::from(2);
+                }
+            },
             "bench" => match perf::bench() {
                 Ok(findings) => {
                     for finding in &findings {

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `vgsp-ordering --trace FILE --binary ELF [--root DIR]... [--skip PATTERN]...`: decides
+//! the trace the project's QEMU plugin recorded of `ELF` ([`vgsp_model::compiled`]) and
+//! prints one line per missing ordering, then the summary:
+//!
+//! ```text
+//! ordering defect (<contract|arm64>): <agent> <earlier access> -> <later access>: <what is missing> at <file>:<line>
+//! ordering: <C> defects (contract), <A> defects (arm64), <N> events from <T> threads
+//! ```
+//!
+//! A defect's line is the one of its pc in `ELF`'s debug information, through the inlined
+//! frames: the innermost frame in a file under a `--root` (printed relative to it) whose
+//! path contains no `--skip` pattern, else the innermost of those matching the earliest
+//! pattern, else the innermost frame.
+//! Accesses are grouped by that line: one defect per place in the source, with the number
+//! of accesses it was seen for.
+//!
+//! Exit status: 0 when the trace was decided (defects or not), 2 when it could not be
+//! (the message names why).
+
+use std::{
+    collections::{
+        BTreeMap,
+        BTreeSet, //
+    },
+    io::Write as _,
+    path::PathBuf,
+    process::{
+        Command,
+        ExitCode,
+        Stdio, //
+    },
+};
+
+use vgsp_model::compiled::{
+    self,
+    Kind,
+    Piece,
+    Verdict, //
+};
+
+/// The LLVM tools this uses, from Debian's `llvm-22` (any other LLVM's will do).
+const NM: &[&str] = &["llvm-nm-22", "llvm-nm"];
+const ADDR2LINE: &[&str] = &["llvm-addr2line-22", "llvm-addr2line"];
+
+struct Options {
+    trace: PathBuf,
+    binary: PathBuf,
+    roots: Vec<String>,
+    skip: Vec<String>,
+}
+
+fn parse_args() -> Result<Options, String> {
+    let mut args = std::env::args().skip(1);
+    let (mut trace, mut binary, mut roots, mut skip) = (None, None, Vec::new(), Vec::new());
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or(format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--trace" => trace = Some(PathBuf::from(value()?)),
+            "--binary" => binary = Some(PathBuf::from(value()?)),
+            "--root" => roots.push(value()?.trim_end_matches('/').to_string() + "/"),
+            "--skip" => skip.push(value()?),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(Options {
+        trace: trace.ok_or("--trace FILE is missing")?,
+        binary: binary.ok_or("--binary ELF is missing")?,
+        roots,
+        skip,
+    })
+}
+
+/// Runs the first of `tools` that exists.
+fn tool(tools: &[&str], args: &[&str], input: Option<&str>) -> Result<String, String> {
+    for t in tools {
+        let child = Command::new(t)
+            .args(args)
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn();
+        let Ok(mut child) = child else {
+            continue;
+        };
+        if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+            stdin
+                .write_all(input.as_bytes())
+                .map_err(|e| format!("{t}: {e}"))?;
+        }
+        let out = child.wait_with_output().map_err(|e| format!("{t}: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{t} {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+    }
+    Err(format!(
+        "none of {} found: install Debian's llvm-22",
+        tools.join(", ")
+    ))
+}
+
+/// Maps run-time pcs to source lines.
+struct Lines {
+    lines: BTreeMap<u64, String>,
+}
+
+impl Lines {
+    fn new(opts: &Options, bias: u64, pcs: &[u64]) -> Result<Self, String> {
+        let binary = opts
+            .binary
+            .to_str()
+            .ok_or("the binary's path is not UTF-8")?;
+        let input: String = pcs.iter().map(|pc| format!("{:#x}\n", pc - bias)).collect();
+        let out = tool(ADDR2LINE, &["-a", "-f", "-i", "-e", binary], Some(&input))?;
+        // Per address: the address, then (function, file:line) per inlined frame,
+        // innermost first.
+        let mut lines = BTreeMap::new();
+        let mut current: Option<(u64, Vec<String>, usize)> = None;
+        let flush = |c: Option<(u64, Vec<String>, usize)>, lines: &mut BTreeMap<u64, String>| {
+            if let Some((addr, frames, _)) = c {
+                lines.insert(addr + bias, choose(&frames, &opts.roots, &opts.skip));
+            }
+        };
+        for line in out.lines() {
+            if let Some(hex) = line.strip_prefix("0x") {
+                flush(current.take(), &mut lines);
+                let addr = u64::from_str_radix(hex, 16)
+                    .map_err(|e| format!("llvm-addr2line: {line}: {e}"))?;
+                current = Some((addr, Vec::new(), 0));
+            } else if let Some((_, frames, n)) = &mut current {
+                // A function's name, then its location, per frame; keep the locations.
+                if *n % 2 == 1 {
+                    frames.push(line.to_string());
+                }
+                *n += 1;
+            }
+        }
+        flush(current.take(), &mut lines);
+        Ok(Self { lines })
+    }
+
+    fn of(&self, pc: u64) -> String {
+        self.lines
+            .get(&pc)
+            .cloned()
+            .unwrap_or_else(|| format!("{pc:#x}"))
+    }
+}
+
+/// The frame a defect is reported at (see the module documentation).
+fn choose(frames: &[String], roots: &[String], skip: &[String]) -> String {
+    let relative = |f: &str| -> Option<String> {
+        // `file:line`, maybe with ` (discriminator N)` after it.
+        let f = f.split(" (discriminator").next().unwrap_or(f);
+        roots
+            .iter()
+            .find_map(|r| f.strip_prefix(r.as_str()).map(str::to_string))
+    };
+    // The rank of a frame: 0 if it matches no `--skip` pattern, else one more than the
+    // index of the first it matches.
+    let rank = |f: &str| {
+        skip.iter()
+            .position(|s| f.contains(s.as_str()))
+            .map_or(0, |i| i + 1)
+    };
+    frames
+        .iter()
+        .filter_map(|f| relative(f))
+        .enumerate()
+        .min_by_key(|(i, f)| (rank(f), *i))
+        .map(|(_, f)| f)
+        .or_else(|| frames.first().cloned())
+        .unwrap_or_else(|| "?".to_string())
+}
+
+/// Where `vgsp_trace_mark` is in the binary.
+fn mark_symbol(opts: &Options) -> Result<u64, String> {
+    let binary = opts
+        .binary
+        .to_str()
+        .ok_or("the binary's path is not UTF-8")?;
+    let out = tool(NM, &["--defined-only", binary], None)?;
+    out.lines()
+        .find_map(|l| {
+            let mut parts = l.split_whitespace();
+            let addr = parts.next()?;
+            let name = parts.nth(1)?;
+            (name == "vgsp_trace_mark").then(|| u64::from_str_radix(addr, 16).ok())?
+        })
+        .ok_or_else(|| format!("{binary} has no symbol vgsp_trace_mark: build it with the kernel shim's `trace` feature"))
+}
+
+fn run(opts: &Options) -> Result<(), String> {
+    let bytes = std::fs::read(&opts.trace).map_err(|e| format!("{}: {e}", opts.trace.display()))?;
+    let records = compiled::parse(&bytes)?;
+    let report = compiled::check(&records)?;
+    let image = records.iter().find(|r| r.kind == Kind::Image).ok_or(
+        "the trace has no image mark: was it recorded with the project's plugin of this version?",
+    )?;
+    let bias = image.addr.wrapping_sub(mark_symbol(opts)?);
+
+    let mut pcs: Vec<u64> = Vec::new();
+    for d in &report.defects {
+        pcs.push(d.at);
+        pcs.extend(d.notes.iter().flatten().filter_map(|p| match p {
+            Piece::Line(pc) => Some(*pc),
+            Piece::Text(_) => None,
+        }));
+    }
+    pcs.sort_unstable();
+    pcs.dedup();
+    let lines = Lines::new(opts, bias, &pcs)?;
+
+    // One line per place: (verdict, agent, accesses, what, where) -> how many pairs, and
+    // the notes of all of them.
+    type Place = (Verdict, compiled::Agent, String, String, String, String);
+    let mut grouped: BTreeMap<Place, (usize, BTreeSet<String>)> = BTreeMap::new();
+    for d in &report.defects {
+        let place = (
+            d.verdict,
+            d.agent,
+            d.earlier.clone(),
+            d.later.clone(),
+            d.missing.clone(),
+            lines.of(d.at),
+        );
+        let entry = grouped.entry(place).or_default();
+        entry.0 += 1;
+        for note in &d.notes {
+            // A barrier without debug information is not in the code under check (the C
+            // library's, say): not worth a note.
+            let unknown = note
+                .iter()
+                .any(|p| matches!(p, Piece::Line(pc) if lines.of(*pc).starts_with("??")));
+            if unknown {
+                continue;
+            }
+            entry.1.insert(
+                note.iter()
+                    .map(|p| match p {
+                        Piece::Text(t) => t.clone(),
+                        Piece::Line(pc) => lines.of(*pc),
+                    })
+                    .collect(),
+            );
+        }
+    }
+    let mut counts: BTreeMap<Verdict, usize> = BTreeMap::new();
+    for ((verdict, agent, earlier, later, missing, at), (n, notes)) in &grouped {
+        *counts.entry(*verdict).or_default() += 1;
+        let notes: String = notes.iter().map(|n| format!("; {n}")).collect();
+        let pairs = if *n == 1 {
+            "1 pair".to_string()
+        } else {
+            format!("{n} pairs")
+        };
+        println!(
+            "ordering defect ({verdict}): {} {earlier} -> {later}: {missing}{notes} ({pairs}) at {at}",
+            agent.name()
+        );
+    }
+    let pairs: Vec<String> = report
+        .pairs
+        .iter()
+        .map(|(a, n)| format!("{} {n}", a.name()))
+        .collect();
+    eprintln!(
+        "ordering: pairs of accesses checked: {}; {} acquire/release accesses, which order nothing for the GSP",
+        pairs.join(", "),
+        report.acquire_release
+    );
+    println!(
+        "ordering: {} defects (contract), {} defects (arm64), {} events from {} threads",
+        counts.get(&Verdict::Contract).unwrap_or(&0),
+        counts.get(&Verdict::Arm64).unwrap_or(&0),
+        report.events,
+        report.threads
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let result = parse_args().and_then(|opts| run(&opts));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("vgsp-ordering: {e}");
+            eprintln!(
+                "usage: vgsp-ordering --trace FILE --binary ELF [--root DIR]... [--skip PATTERN]..."
+            );
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Preserved program order of one agent, as a graph whose paths are its chains of
+//! ordering.
+//!
+//! An agent's events, in program order, are [`Item`]s: accesses, and ordering points.
+//! An ordering point orders every earlier access it selects before every later access it
+//! selects, by kind: a `Read` barrier loads before loads, a control dependency the loads
+//! the control flow depended on before later stores. Two accesses of one location are
+//! ordered as well (coherence).
+//!
+//! The graph stays linear in the number of events: each access has an edge to the next
+//! ordering point of each kind that selects it before, each ordering point an edge to the
+//! next point of the same kind and to the accesses it selects after up to that point, and
+//! each access to the agent's next access of the same location. One access is ordered
+//! before another exactly when a path leads from the first to the second; every edge goes
+//! forward in program order, so the graph is a DAG in index order and the questions below
+//! take one pass each.
+//!
+//! The kinds of ordering are the caller's: [`crate::contract`] asks for Linux's DMA
+//! barriers, [`crate::compiled`] for what arm64's instructions order, under either
+//! verdict.
+
+use std::{collections::HashMap, vec::Vec};
+
+/// Which accesses one side of an ordering point selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Select {
+    /// None.
+    Nothing,
+    /// Loads (an atomic read-modify-write is both).
+    Loads,
+    /// Stores.
+    Stores,
+    /// Every access.
+    All,
+    /// The loads the caller marked as control sources ([`Access::control`]).
+    ControlLoads,
+}
+
+impl Select {
+    fn matches(self, a: &Access) -> bool {
+        match self {
+            Self::Nothing => false,
+            Self::Loads => a.reads,
+            Self::Stores => a.writes,
+            Self::All => true,
+            Self::ControlLoads => a.control,
+        }
+    }
+}
+
+/// One access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// It reads.
+    pub reads: bool,
+    /// It writes.
+    pub writes: bool,
+    /// Its location, if accesses of one location are to be ordered by coherence.
+    pub loc: Option<u64>,
+    /// A load whose value the control flow after it is taken to depend on.
+    pub control: bool,
+}
+
+impl Access {
+    /// A plain access.
+    pub const fn plain(reads: bool, writes: bool, loc: Option<u64>) -> Self {
+        Self {
+            reads,
+            writes,
+            loc,
+            control: false,
+        }
+    }
+}
+
+/// One event of an agent, in program order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Item {
+    /// A memory access.
+    Access(Access),
+    /// An ordering point: orders the earlier accesses `before` selects before the later
+    /// ones `after` selects.
+    Order {
+        /// The earlier side.
+        before: Select,
+        /// The later side.
+        after: Select,
+    },
+    /// Neither (kept so that indices stay those of the caller).
+    Other,
+}
+
+/// The ordering graph of one agent.
+pub struct Graph {
+    succ: Vec<Vec<u32>>,
+}
+
+#[derive(Default)]
+struct Chain {
+    last: Option<usize>,
+    pending: Vec<usize>,
+}
+
+impl Graph {
+    /// Builds the graph of `items`, one agent's events in program order.
+    pub fn new(items: &[Item]) -> Self {
+        let n = items.len();
+        let mut succ: Vec<Vec<u32>> = vec![Vec::new(); n];
+        let edge = |from: usize, to: usize, succ: &mut Vec<Vec<u32>>| {
+            debug_assert!(from < to);
+            // CAST: traces are far below 2^32 events.
+            succ[from].push(to as u32);
+        };
+        let mut chains: HashMap<(Select, Select), Chain> = HashMap::new();
+        let mut last_at: HashMap<u64, usize> = HashMap::new();
+        for (i, item) in items.iter().enumerate() {
+            match *item {
+                Item::Access(a) => {
+                    for (&(before, after), chain) in chains.iter_mut() {
+                        if before.matches(&a) {
+                            chain.pending.push(i);
+                        }
+                        if let (true, Some(f)) = (after.matches(&a), chain.last) {
+                            edge(f, i, &mut succ);
+                        }
+                    }
+                    if let Some(loc) = a.loc {
+                        if let Some(prev) = last_at.insert(loc, i) {
+                            edge(prev, i, &mut succ);
+                        }
+                    }
+                }
+                Item::Order { before, after } => {
+                    // A chain that is new now has pending accesses from before its first
+                    // point: collect them.
+                    let chain = chains.entry((before, after)).or_insert_with(|| Chain {
+                        last: None,
+                        pending: (0..i)
+                            .filter(|&j| matches!(items[j], Item::Access(a) if before.matches(&a)))
+                            .collect(),
+                    });
+                    for p in chain.pending.drain(..) {
+                        edge(p, i, &mut succ);
+                    }
+                    if let Some(prev) = chain.last {
+                        edge(prev, i, &mut succ);
+                    }
+                    chain.last = Some(i);
+                }
+                Item::Other => {}
+            }
+        }
+        Self { succ }
+    }
+
+    /// For every event, the latest event `source` selects that is ordered before it (by
+    /// a path), if any.
+    pub fn latest_before(&self, source: impl Fn(usize) -> bool) -> Vec<Option<usize>> {
+        let mut best: Vec<Option<usize>> = vec![None; self.succ.len()];
+        for i in 0..self.succ.len() {
+            let b = if source(i) { Some(i) } else { best[i] };
+            if b.is_none() {
+                continue;
+            }
+            for &j in &self.succ[i] {
+                let j = j as usize;
+                best[j] = best[j].max(b);
+            }
+        }
+        best
+    }
+
+    /// For every event, the earliest event `target` selects that it is ordered before,
+    /// if any.
+    pub fn earliest_after(&self, target: impl Fn(usize) -> bool) -> Vec<Option<usize>> {
+        let mut first: Vec<Option<usize>> = vec![None; self.succ.len()];
+        for i in (0..self.succ.len()).rev() {
+            let mut f: Option<usize> = None;
+            for &j in &self.succ[i] {
+                let j = j as usize;
+                let here = if target(j) { Some(j) } else { first[j] };
+                f = match (f, here) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            first[i] = f;
+        }
+        first
+    }
+
+    /// The edges, for callers that combine agents (`(from, to)` in item indices).
+    pub fn edges(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.succ
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| s.iter().map(move |&j| (i, j as usize)))
+    }
+}
