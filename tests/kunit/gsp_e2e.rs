@@ -102,10 +102,12 @@ pub mod tests {
     const ECHOES: u32 = 3000;
     /// The GSP's `log_every` in the mixed-size case.
     const LOG_EVERY: u64 = 500;
-    /// The commands of bring-up: system info, registry, static info, one element each.
-    const BRING_UP_COMMANDS: u64 = 3;
-    /// The unasked messages of bring-up: three log lines and `GSP_INIT_DONE`.
-    const BRING_UP_EVENTS: u64 = 4;
+    /// The commands of bring-up: system info, registry, the answer to the CPU sequence,
+    /// static info, one element each.
+    const BRING_UP_COMMANDS: u64 = 4;
+    /// The unasked messages of bring-up: the CPU sequence, three log lines and
+    /// `GSP_INIT_DONE`.
+    const BRING_UP_EVENTS: u64 = 5;
 
     /// What the driver saw; checked after the GSP thread has been joined.
     #[derive(Default)]

@@ -126,6 +126,8 @@ pub fn with_firmware<R, S: Send>(
     let (ran, r) = run_beside(
         || {
             let mut fw = Vgsp::new(view)?;
+            // The bring-up runs the firmware's kind of CPU sequence on the bench's BAR.
+            fw.set_cpu_sequence(vgsp::BOOT_SEQUENCE)?;
             out = Some(firmware(&mut fw, &bar, &stop));
             Ok(())
         },

@@ -21,6 +21,7 @@ pub mod cmdq_rings;
 pub mod copy_engine;
 pub mod fw_layout;
 pub mod gsp_e2e;
+pub mod gsp_sequencer;
 pub mod gsp_waits;
 #[cfg(CONFIG_VGSP_IVSHMEM)]
 pub mod ivshmem_device;
@@ -47,6 +48,7 @@ pub static SUITES: &[&Suite] = &[
     &vgsp_commands::tests::KUNIT_SUITE,
     &gsp_e2e::tests::KUNIT_SUITE,
     &gsp_waits::tests::KUNIT_SUITE,
+    &gsp_sequencer::tests::KUNIT_SUITE,
     &mbarrier::tests::KUNIT_SUITE,
     &copy_engine::tests::KUNIT_SUITE,
 ];

@@ -7,6 +7,7 @@ pub mod cmdq;
 pub mod commands;
 pub mod fw;
 pub mod regs;
+pub mod sequencer;
 
 use kernel::{
     device::{
@@ -35,7 +36,14 @@ use crate::gsp::{
         SetRegistry, //
     },
     fw::MsgFunction,
-    regs::Doorbell,
+    regs::{
+        Bar0Registers,
+        Doorbell, //
+    },
+    sequencer::{
+        RunCpuSequencer,
+        SequencerDone, //
+    },
 };
 
 /// How long the bring-up waits for each answer of the GSP.
@@ -119,12 +127,21 @@ impl Gsp {
     /// - `ETIMEDOUT` if no other message arrives within `timeout`.
     /// - Any other error of [`Cmdq::receive_msg`].
     pub fn wait_for<M: MessageFromGsp>(&mut self, timeout: Delta) -> Result<M> {
+        let msg = self.next_message(&mut Budget::new(timeout))?;
+        self.cmdq.read_msg(&msg)
+    }
+
+    /// Receives messages within `budget` until one that is not a log event arrives, and
+    /// logs it. Log events that arrive meanwhile are printed.
+    ///
+    /// # Errors
+    ///
+    /// As [`Gsp::wait_for`].
+    fn next_message(&mut self, budget: &mut Budget) -> Result<GspMessage> {
         let log_lines = &mut self.log_lines;
         let msg = self
             .cmdq
-            .receive_any_skipping(&mut Budget::new(timeout), |msg| {
-                handle_event(log_lines, msg)
-            })?;
+            .receive_any_skipping(budget, |msg| handle_event(log_lines, msg))?;
         pr_info!(
             "gsp: <- {} ({}) seq={} sequence={} len={} elems={} result={}\n",
             msg.function().map_or("UNKNOWN", MsgFunction::name),
@@ -135,21 +152,61 @@ impl Gsp {
             msg.elem_count,
             msg.rpc_result
         );
-        self.cmdq.read_msg(&msg)
+        Ok(msg)
+    }
+
+    /// Runs the CPU sequence of `msg` (`GSP_RUN_CPU_SEQUENCER`) against `bar` and answers
+    /// the GSP with its outcome ([`sequencer`]). A refused sequence is answered too, and
+    /// logged; it does not fail the bring-up, which the GSP decides.
+    ///
+    /// # Errors
+    ///
+    /// - Any error of [`Cmdq::read_msg`] (a message shorter than its header).
+    /// - Any error of sending the answer.
+    pub fn run_cpu_sequencer<B: Doorbell + Bar0Registers>(
+        &mut self,
+        bar: &B,
+        msg: &GspMessage,
+    ) -> Result<sequencer::SeqOutcome> {
+        let seq: RunCpuSequencer = self.cmdq.read_msg(msg)?;
+        let outcome = sequencer::run(bar, &seq);
+        match (outcome.result, outcome.failed_at) {
+            (Ok(()), _) => pr_info!("gsp: CPU sequence of {} commands run\n", outcome.executed),
+            (Err(e), at) => pr_warn!(
+                "gsp: CPU sequence refused at command {}: {:?}\n",
+                at.unwrap_or(outcome.executed),
+                e
+            ),
+        }
+        self.send_command_no_wait(bar, SequencerDone::from(&outcome))?;
+        Ok(outcome)
     }
 
     /// Runs the bring-up sequence: system information (filled from `pci` by
-    /// [`GspSetSystemInfo::new`]) and registry to the GSP, wait for `GSP_INIT_DONE`, then
-    /// query the static configuration.
+    /// [`GspSetSystemInfo::new`]) and registry to the GSP, wait for `GSP_INIT_DONE`
+    /// (running the CPU sequences the GSP asks for meanwhile, against `bar`), then query
+    /// the static configuration.
     ///
     /// # Errors
     ///
     /// - `ETIMEDOUT` if the GSP does not answer within [`BOOT_TIMEOUT`].
     /// - `EIO` if `GSP_INIT_DONE` reports a failure, or any receive error.
-    pub fn boot(&mut self, bar: &impl Doorbell, pci: &PciFunction) -> Result<GspStaticConfigInfo> {
+    pub fn boot<B: Doorbell + Bar0Registers>(
+        &mut self,
+        bar: &B,
+        pci: &PciFunction,
+    ) -> Result<GspStaticConfigInfo> {
         self.send_command_no_wait(bar, GspSetSystemInfo::new(pci))?;
         self.send_command_no_wait(bar, SetRegistry::new(BOOT_REGISTRY)?)?;
-        let done: GspInitDone = self.wait_for(BOOT_TIMEOUT)?;
+        let mut budget = Budget::new(BOOT_TIMEOUT);
+        let done: GspInitDone = loop {
+            let msg = self.next_message(&mut budget)?;
+            if msg.function() == Ok(MsgFunction::GspRunCpuSequencer) {
+                self.run_cpu_sequencer(bar, &msg)?;
+                continue;
+            }
+            break self.cmdq.read_msg(&msg)?;
+        };
         if done.status != crate::gsp::fw::NV_OK {
             return Err(EIO);
         }

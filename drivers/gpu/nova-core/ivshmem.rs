@@ -92,7 +92,10 @@ use kernel::{
 
 use crate::gsp::{
     cmdq::MsgqSignal,
-    regs::Doorbell,
+    regs::{
+        Bar0Registers,
+        Doorbell, //
+    },
     Gsp, //
 };
 
@@ -225,6 +228,18 @@ impl Doorbell for PeerDoorbell<'_> {
                 .with_peer(self.peer)
                 .with_const_vector::<0>(),
         );
+    }
+}
+
+/// Behind an ivshmem device the driver has the device's registers, not the GPU's BAR0: a
+/// CPU sequence the GSP asks for is refused with `ENODEV`.
+impl Bar0Registers for PeerDoorbell<'_> {
+    fn read32(&self, _: usize) -> Result<u32> {
+        Err(ENODEV)
+    }
+
+    fn write32(&self, _: usize, _: u32) -> Result {
+        Err(ENODEV)
     }
 }
 

@@ -24,6 +24,7 @@ use nova_core::gsp::{
         ELEMENT_HEADER_SIZE,
         MAX_ELEMENT_PAGES, //
     },
+    sequencer::SequencerDone,
 };
 use nova_core::num::FromSafeCast;
 use zerocopy::{
@@ -277,6 +278,12 @@ impl Vgsp<'_> {
                 answer.extend_from_slice(params, GFP_KERNEL)?;
                 self.reply(function, sequence, answer)?;
             }
+            // The driver's answer to a CPU sequence (the project's convention, see
+            // `nova_core::gsp::sequencer`): recorded, not answered.
+            Ok(MsgFunction::GspRunCpuSequencer) => match SequencerDone::read_from_bytes(payload) {
+                Ok(done) => self.stats.sequence_done = Some(done),
+                Err(_) => return self.reject(function, sequence),
+            },
             Ok(MsgFunction::UnloadingGuestDriver) => self.reply(function, sequence, KVec::new())?,
             Ok(MsgFunction::VgspCeCopy) => match self.accept_copy(payload) {
                 Some(job) => {

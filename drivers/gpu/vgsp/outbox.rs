@@ -46,8 +46,17 @@ impl Vgsp<'_> {
         self.event(MsgFunction::UcodeLibosPrint, payload)
     }
 
-    /// Queues the boot log and `GSP_INIT_DONE`.
+    /// Queues the boot log, the CPU sequence if one is set, and `GSP_INIT_DONE`.
     pub(crate) fn boot_done(&mut self) -> Result {
+        if let Some((header, words)) = &self.cpu_sequence {
+            let mut payload = KVec::new();
+            payload.extend_from_slice(header.as_bytes(), GFP_KERNEL)?;
+            for w in words.iter() {
+                payload.extend_from_slice(&w.to_le_bytes(), GFP_KERNEL)?;
+            }
+            self.stats.sequences += 1;
+            self.event(MsgFunction::GspRunCpuSequencer, payload)?;
+        }
         for text in [
             "vgsp: RM init start",
             "vgsp: message queues up",

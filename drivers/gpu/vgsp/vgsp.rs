@@ -4,8 +4,9 @@
 //!
 //! It consumes commands from `cpuq`, validates them, answers each one on `gspq`
 //! (splitting large replies into continuation records), emits unasked events (the boot
-//! log, `GSP_INIT_DONE`, a periodic log line), and answers a malformed command with an
-//! error reply instead of failing.
+//! log, a CPU sequence to run if one was set with [`Vgsp::set_cpu_sequence`],
+//! `GSP_INIT_DONE`, a periodic log line), and answers a malformed command with an error
+//! reply instead of failing.
 //!
 //! It is written against the device's view of the shared memory ([`DmaView`]) and the
 //! `kernel` crate's barriers only, so the same code runs on a host thread, on a kernel thread,
@@ -47,6 +48,13 @@ use nova_core::gsp::{
     fw::{
         self,
         RingCursor, //
+    },
+    sequencer::{
+        RunCpuSequencerHeader,
+        SeqCmd,
+        SequencerDone,
+        FALCON_CPUCTL,
+        FALCON_ENGINE, //
     },
 };
 use vdev::DmaView;
@@ -92,6 +100,44 @@ pub const PCI_FUNCTION: PciFunction = PciFunction {
     config_mirror: ConfigMirror::GH100,
 };
 
+/// The GSP falcon's first mailbox register in BAR0 (`NV_PGSP_FALCON_MAILBOX0`).
+pub const FALCON_MAILBOX0: u32 = 0x0011_0040;
+/// The second (`NV_PGSP_FALCON_MAILBOX1`).
+pub const FALCON_MAILBOX1: u32 = 0x0011_0044;
+
+/// The CPU sequence the virtual GSP asks for at bring-up when the bench sets it
+/// ([`Vgsp::set_cpu_sequence`]), in the shape of the firmware's: reset the core, hand
+/// it its boot arguments through the mailboxes, check and save one, and start it.
+pub const BOOT_SEQUENCE: &[SeqCmd] = &[
+    SeqCmd::CoreReset,
+    SeqCmd::RegWrite {
+        addr: FALCON_MAILBOX0,
+        val: 0x1,
+    },
+    SeqCmd::RegModify {
+        addr: FALCON_MAILBOX1,
+        mask: 0xff00,
+        val: 0x1200,
+    },
+    SeqCmd::RegPoll {
+        addr: FALCON_MAILBOX0,
+        mask: 0x1,
+        val: 0x1,
+        timeout_us: 1000,
+        error: fw::NV_ERR_INVALID_ARGUMENT,
+    },
+    SeqCmd::RegStore {
+        addr: FALCON_MAILBOX0,
+        index: 0,
+    },
+    SeqCmd::DelayUs(10),
+    SeqCmd::CoreStart,
+];
+
+// The core operations of the sequence act on these registers (`nova_core::gsp::sequencer`).
+const _: () = assert!(FALCON_CPUCTL < nova_core::gsp::regs::BAR0_SIZE);
+const _: () = assert!(FALCON_ENGINE < nova_core::gsp::regs::BAR0_SIZE);
+
 /// What one [`Vgsp::step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Progress {
@@ -124,6 +170,10 @@ pub struct Stats {
     pub copies: u64,
     /// Copy-engine copies abandoned because their barrier refused a `complete_tx`.
     pub copy_faults: u64,
+    /// CPU sequences sent to the driver.
+    pub sequences: u64,
+    /// The driver's answer to the last of them, once it came.
+    pub sequence_done: Option<SequencerDone>,
 }
 
 /// The size `rx_buf` starts at and never goes below: one element.
@@ -153,6 +203,8 @@ pub struct Vgsp<'a> {
     log_every: u64,
     windows: KVec<DmaWindow<'a>>,
     copy: Option<CopyJob<'a>>,
+    /// The CPU sequence to ask for at bring-up: its header and command words.
+    cpu_sequence: Option<(RunCpuSequencerHeader, KVec<u32>)>,
     /// What the GSP has done so far.
     pub stats: Stats,
 }
@@ -185,6 +237,7 @@ impl<'a> Vgsp<'a> {
             log_every: 0,
             windows: KVec::new(),
             copy: None,
+            cpu_sequence: None,
             stats: Stats::default(),
         })
     }
@@ -193,6 +246,33 @@ impl<'a> Vgsp<'a> {
     /// (0: never).
     pub fn set_log_every(&mut self, n: u64) {
         self.log_every = n;
+    }
+
+    /// Makes the GSP ask the driver, at bring-up (once the registry has come, before
+    /// `GSP_INIT_DONE`), to run `cmds` as a CPU sequence (`GSP_RUN_CPU_SEQUENCER`). The
+    /// driver's answer lands in [`Stats::sequence_done`].
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if the command words cannot be had.
+    pub fn set_cpu_sequence(&mut self, cmds: &[SeqCmd]) -> Result {
+        let mut words = KVec::new();
+        for cmd in cmds {
+            cmd.encode(&mut words)?;
+        }
+        let header = RunCpuSequencerHeader {
+            buffer_size_dwords: u32::try_from(words.len()).map_err(|_| EINVAL)?,
+            cmd_index: u32::try_from(cmds.len()).map_err(|_| EINVAL)?,
+            reg_save_area: [0; nova_core::gsp::sequencer::REG_SAVE_AREA],
+        };
+        self.set_cpu_sequence_raw(header, words);
+        Ok(())
+    }
+
+    /// As [`Vgsp::set_cpu_sequence`], with the header and words as given, however wrong
+    /// (for tests of the driver's refusals).
+    pub fn set_cpu_sequence_raw(&mut self, header: RunCpuSequencerHeader, words: KVec<u32>) {
+        self.cpu_sequence = Some((header, words));
     }
 
     /// Returns the system information the driver sent, if any.

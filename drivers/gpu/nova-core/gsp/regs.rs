@@ -15,6 +15,7 @@ use kernel::{
         register::Register,
         Io,
         IoCapable,
+        IoLoc,
         Mmio,
         Region, //
     },
@@ -53,6 +54,40 @@ where
         // before this register write; the GSP's partner is the `dma_mb(Read)` after its
         // load of the write pointer. A test bench's BAR gives the same order.
         (*self).write_reg(NV_PGSP_QUEUE_HEAD::zeroed().with_address(0u32));
+    }
+}
+
+/// BAR0's registers by offset: what the CPU sequencer (`super::sequencer`) reads and
+/// writes for the GSP.
+pub trait Bar0Registers {
+    /// Reads the 32-bit register at `offset`.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if it lies outside BAR0 or is unaligned.
+    /// - `ENODEV` if the driver has no BAR0 to read.
+    fn read32(&self, offset: usize) -> Result<u32>;
+
+    /// Writes `value` to the 32-bit register at `offset`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Bar0Registers::read32`].
+    fn write32(&self, offset: usize, value: u32) -> Result;
+}
+
+impl<'a, T> Bar0Registers for T
+where
+    T: Io<'a, Target = Region<BAR0_SIZE>>,
+    T::Backend: IoCapable<u32>,
+    usize: IoLoc<Region<BAR0_SIZE>, u32, IoType = u32>,
+{
+    fn read32(&self, offset: usize) -> Result<u32> {
+        (*self).try_read32(offset)
+    }
+
+    fn write32(&self, offset: usize, value: u32) -> Result {
+        (*self).try_write32(value, offset)
     }
 }
 
