@@ -27,21 +27,15 @@
 //!
 //! The barriers can be mutated at run time, by source location, for mutation testing:
 //! deleted, weakened, or moved before/after a neighbouring shared access. Mutations
-//! come from [`set_mutations`] or from the `VGSP_MUTANT` environment variable, a
-//! comma-separated list of `FILE:LINE:OP` with `OP` one of `delete`, `weaken-read`,
-//! `weaken-write`, `before-FLAVOUR:FILE:LINE`, `after-FLAVOUR:FILE:LINE` (`FLAVOUR` is
-//! `full`, `read` or `write`): the barrier at `FILE:LINE` is removed, and for the last
-//! two a barrier of `FLAVOUR` runs just before/after the access at the second location.
+//! come from [`set_mutations`] or from the `VGSP_MUTANT` environment variable, in the
+//! syntax of `crate::mutation`, which the trace build (feature `trace`) shares.
 
 use std::{
     cell::Cell,
     collections::HashMap,
     format,
     panic::Location,
-    string::{
-        String,
-        ToString, //
-    },
+    string::String,
     sync::{
         Arc,
         Mutex,
