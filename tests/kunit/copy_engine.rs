@@ -43,7 +43,8 @@ pub mod tests {
         let copy = arena.start_copy(&mut pair.cmdq, pair.bar.bar(), 0, HALF, len, 1000)?;
         let b = arena.barrier()?;
         assert_eq!((b.snapshot().pending, b.snapshot().tx), (0, 10_000));
-        // The command, then the acknowledgement, then one chunk per step.
+        // The command, then the acknowledgement, then one chunk per step, then the
+        // `POST_EVENT` that reports the finished copy.
         let mut steps = 0;
         while pair.gsp.step()? == vgsp::Progress::Worked {
             steps += 1;
@@ -52,7 +53,7 @@ pub mod tests {
                 assert!(s.tx > 0 && s.tx < 10_000 || steps <= 2);
             }
         }
-        assert_eq!(steps, 2 + 10);
+        assert_eq!(steps, 2 + 10 + 1);
         arena.finish_copy(&mut pair.cmdq, copy, LONG)?;
         let s = b.snapshot();
         assert_eq!((s.phase_mod4, s.pending, s.expected, s.tx), (1, 1, 1, 0));
@@ -82,6 +83,8 @@ pub mod tests {
         pair.gsp_run()?;
         assert_eq!(arena.finish_copy(&mut pair.cmdq, copy, SHORT), Err(EIO));
         assert_eq!(pair.gsp.stats.malformed, 1);
+        // The fault was reported first, as `MMU_FAULT_QUEUED`, which nobody handles here.
+        assert_eq!(pair.cmdq.events().unhandled, 1);
         // The barrier was disarmed and takes the next copy.
         let s = arena.barrier()?.snapshot();
         assert_eq!((s.phase_mod4, s.pending, s.tx), (0, 1, 0));

@@ -5,6 +5,7 @@
 pub mod ce;
 pub mod cmdq;
 pub mod commands;
+pub mod events;
 pub mod fw;
 pub mod regs;
 pub mod sequencer;
@@ -25,7 +26,8 @@ use crate::gsp::{
         CommandToGsp,
         GspMessage,
         MessageFromGsp,
-        NoReply, //
+        NoReply,
+        Skip, //
     },
     commands::{
         GetGspStaticInfo,
@@ -139,9 +141,22 @@ impl Gsp {
     /// As [`Gsp::wait_for`].
     fn next_message(&mut self, budget: &mut Budget) -> Result<GspMessage> {
         let log_lines = &mut self.log_lines;
-        let msg = self
-            .cmdq
-            .receive_any_skipping(budget, |msg| handle_event(log_lines, msg))?;
+        let msg = self.cmdq.receive_any_skipping(budget, |msg| {
+            if handle_event(log_lines, msg) {
+                return Skip::Handled;
+            }
+            // The events the bring-up waits for are returned; any other is passed over
+            // (and counted: its function has no handler, or it would not be here).
+            let awaited = matches!(
+                msg.function(),
+                Ok(MsgFunction::GspInitDone | MsgFunction::GspRunCpuSequencer)
+            );
+            if events::is_event(msg) && !awaited {
+                Skip::PassOver
+            } else {
+                Skip::Take
+            }
+        })?;
         pr_info!(
             "gsp: <- {} ({}) seq={} sequence={} len={} elems={} result={}\n",
             msg.function().map_or("UNKNOWN", MsgFunction::name),

@@ -7,6 +7,7 @@ use kernel::prelude::*;
 use nova_core::{
     gsp::{
         commands::CeCopy,
+        events::CopyEvent,
         fw::MsgFunction, //
     },
     mbarrier::{
@@ -16,7 +17,10 @@ use nova_core::{
     num::FromSafeCast, //
 };
 use vdev::DmaView;
-use zerocopy::FromBytes;
+use zerocopy::{
+    FromBytes,
+    IntoBytes, //
+};
 
 use crate::{
     Vgsp,
@@ -41,6 +45,17 @@ pub(crate) struct CopyJob<'a> {
     len: usize,
     done: usize,
     chunk: usize,
+    /// The request's `rpc.sequence`, which the events about the copy name.
+    sequence: u32,
+}
+
+/// Why a copy request is refused.
+pub(crate) enum Refusal {
+    /// An address of it is not in a mapped window: a DMA fault, which the GSP reports
+    /// as `MMU_FAULT_QUEUED` too.
+    Fault(u64),
+    /// It is malformed, or a copy is in progress.
+    Invalid,
 }
 
 impl<'a> Vgsp<'a> {
@@ -72,25 +87,31 @@ impl<'a> Vgsp<'a> {
 
     /// Validates a copy request: every range inside a mapped window, the barrier word
     /// aligned, the sizes within the barrier's and the bounce buffer's limits.
-    pub(crate) fn accept_copy(&self, payload: &[u8]) -> Option<CopyJob<'a>> {
+    pub(crate) fn accept_copy(
+        &self,
+        payload: &[u8],
+        sequence: u32,
+    ) -> Result<CopyJob<'a>, Refusal> {
         if self.copy.is_some() {
-            return None;
+            return Err(Refusal::Invalid);
         }
-        let req = CeCopy::read_from_bytes(payload).ok()?;
-        let len = usize::try_from(req.len).ok()?;
-        let chunk = usize::try_from(req.chunk).ok()?;
+        let req = CeCopy::read_from_bytes(payload).map_err(|_| Refusal::Invalid)?;
+        let len = usize::try_from(req.len).map_err(|_| Refusal::Invalid)?;
+        let chunk = usize::try_from(req.chunk).map_err(|_| Refusal::Invalid)?;
         if req.len == 0 || req.len > mbarrier::MAX_COUNT || chunk == 0 || chunk > RX_BUF_MIN {
-            return None;
+            return Err(Refusal::Invalid);
         }
-        let (view, off) = self.translate(req.barrier, 8)?;
-        let barrier = Mbarrier::new(view.atomic_u64(off).ok()?);
-        Some(CopyJob {
-            src: self.translate(req.src, len)?,
-            dst: self.translate(req.dst, len)?,
+        let translate = |bus: u64, len| self.translate(bus, len).ok_or(Refusal::Fault(bus));
+        let (view, off) = translate(req.barrier, 8)?;
+        let barrier = Mbarrier::new(view.atomic_u64(off).map_err(|_| Refusal::Invalid)?);
+        Ok(CopyJob {
+            src: translate(req.src, len)?,
+            dst: translate(req.dst, len)?,
             barrier,
             len,
             done: 0,
             chunk,
+            sequence,
         })
     }
 
@@ -107,11 +128,21 @@ impl<'a> Vgsp<'a> {
         // CAST: `n <= len <= mbarrier::MAX_COUNT`, checked in `accept_copy`.
         let reported = job.barrier.complete_tx(n as u32);
         let finished = job.done == job.len;
+        let about = CopyEvent {
+            sequence: job.sequence,
+            pad: 0,
+        };
         match reported {
             Ok(()) if !finished => return Ok(()),
-            Ok(()) => self.stats.copies += 1,
+            Ok(()) => {
+                self.stats.copies += 1;
+                // The notification of a finished engine job.
+                self.post_event(MsgFunction::PostEvent, about.as_bytes())?;
+            }
             Err(rule) => {
                 self.stats.copy_faults += 1;
+                // The engine's channel is torn down: robust-channel recovery.
+                self.post_event(MsgFunction::RcTriggered, about.as_bytes())?;
                 let mut line = KVec::new();
                 line.extend_from_slice(
                     b"vgsp: copy engine: barrier refused complete_tx: ",

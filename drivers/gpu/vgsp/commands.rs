@@ -17,6 +17,7 @@ use nova_core::gsp::{
         RegistryEntryType,
         RmControlHeader, //
     },
+    events::MmuFault,
     fw::{
         self,
         GspMsgElement,
@@ -33,6 +34,7 @@ use zerocopy::{
 };
 
 use crate::{
+    ce::Refusal,
     msgq::read_cpuq,
     outbox::LogLine,
     Vgsp,
@@ -285,13 +287,17 @@ impl Vgsp<'_> {
                 Err(_) => return self.reject(function, sequence),
             },
             Ok(MsgFunction::UnloadingGuestDriver) => self.reply(function, sequence, KVec::new())?,
-            Ok(MsgFunction::VgspCeCopy) => match self.accept_copy(payload) {
-                Some(job) => {
+            Ok(MsgFunction::VgspCeCopy) => match self.accept_copy(payload, sequence) {
+                Ok(job) => {
                     // Acknowledge first: the bytes land in the steps after the reply.
                     self.reply(function, sequence, KVec::new())?;
                     self.copy = Some(job);
                 }
-                None => return self.reject(function, sequence),
+                Err(Refusal::Fault(bus)) => {
+                    self.post_event(MsgFunction::MmuFaultQueued, MmuFault { bus }.as_bytes())?;
+                    return self.reject(function, sequence);
+                }
+                Err(Refusal::Invalid) => return self.reject(function, sequence),
             },
             _ => {
                 self.queue(function, sequence, fw::NV_ERR_NOT_SUPPORTED, KVec::new())?;

@@ -46,6 +46,24 @@ impl Vgsp<'_> {
         self.event(MsgFunction::UcodeLibosPrint, payload)
     }
 
+    /// Queues the unasked event `function` with `payload`. The GSP sends its own at the
+    /// points the firmware would (`MMU_FAULT_QUEUED` when a copy's address does not
+    /// translate, `RC_TRIGGERED` when a copy is abandoned, `POST_EVENT` when one
+    /// finishes); a bench may add more.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if `function` is not an event.
+    /// - `ENOMEM` if memory cannot be had.
+    pub fn post_event(&mut self, function: MsgFunction, payload: &[u8]) -> Result {
+        if !function.is_event() {
+            return Err(EINVAL);
+        }
+        let mut bytes = KVec::new();
+        bytes.extend_from_slice(payload, GFP_KERNEL)?;
+        self.event(function, bytes)
+    }
+
     /// Queues the boot log, the CPU sequence if one is set, and `GSP_INIT_DONE`.
     pub(crate) fn boot_done(&mut self) -> Result {
         if let Some((header, words)) = &self.cpu_sequence {

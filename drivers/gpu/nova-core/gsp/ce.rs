@@ -38,7 +38,8 @@ use crate::{
     gsp::{
         cmdq::{
             Budget,
-            Cmdq, //
+            Cmdq,
+            Skip, //
         },
         commands::CeCopy,
         fw::{
@@ -241,13 +242,17 @@ impl CopyArena {
     /// - `EIO` if the GSP refused the copy; the barrier is then re-initialised.
     /// - `ETIMEDOUT` if the acknowledgement and the last byte do not both come within
     ///   `timeout`, which covers the whole wait, however many other messages arrive
-    ///   meanwhile (they are dropped).
+    ///   meanwhile (events go to their handlers or are counted, others are dropped).
     /// - Any error of [`Cmdq::receive_any`].
     pub fn finish_copy(&self, cmdq: &mut Cmdq, copy: CopyInFlight, timeout: Delta) -> Result {
         let barrier = self.barrier()?;
         let mut budget = Budget::new(timeout);
         let ack = cmdq.receive_any_skipping(&mut budget, |msg| {
-            msg.function() != Ok(MsgFunction::VgspCeCopy) || msg.sequence != copy.sequence
+            if msg.function() == Ok(MsgFunction::VgspCeCopy) && msg.sequence == copy.sequence {
+                Skip::Take
+            } else {
+                Skip::PassOver
+            }
         })?;
         if ack.rpc_result != fw::NV_OK {
             // Nothing will land: disarm the barrier for the next copy.

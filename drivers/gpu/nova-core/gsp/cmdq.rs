@@ -122,6 +122,11 @@ use zerocopy::{
 };
 
 use crate::gsp::{
+    events::{
+        is_event,
+        EventHandler,
+        Events, //
+    },
     fw::{
         self,
         GspMem,
@@ -501,6 +506,19 @@ pub struct Cmdq {
     last_fault: Option<&'static str>,
     /// What tells the driver that the GSP posted a message, if anything does.
     signal: Option<&'static dyn MsgqSignal>,
+    /// The handlers of the GSP's events, called by every receive.
+    events: Events,
+}
+
+/// What a wait does with a message it received ([`Cmdq::receive_any_skipping`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Skip {
+    /// It is the one waited for: return it.
+    Take,
+    /// Not the one, and the wait dealt with it (a log line printed).
+    Handled,
+    /// Not the one: consumed, and counted if it is an event.
+    PassOver,
 }
 
 /// What tells the driver that the GSP has posted a message: an interrupt the GSP raises
@@ -547,7 +565,27 @@ impl Cmdq {
             rx_seq: None,
             last_fault: None,
             signal: None,
+            events: Events::default(),
         })
+    }
+
+    /// Registers `handler` for the GSP's events of `function`: every receive that takes
+    /// one off the ring hands it over, in arrival order ([`crate::gsp::events`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Events::register`].
+    pub fn on_event(
+        &mut self,
+        function: MsgFunction,
+        handler: &'static dyn EventHandler,
+    ) -> Result {
+        self.events.register(function, handler)
+    }
+
+    /// Returns the event handlers and their counts.
+    pub fn events(&self) -> &Events {
+        &self.events
     }
 
     /// Makes receives sleep on `signal` between looks at the queue instead of polling.
@@ -596,9 +634,10 @@ impl Cmdq {
 
     /// Sends `command` and waits for its reply, within [`Cmdq::RECEIVE_TIMEOUT`] in all.
     ///
-    /// Messages of other functions that arrive first are consumed, each with a warning
-    /// naming it, where upstream consumes them silently; [`crate::gsp::Gsp::send_command`]
-    /// hands the GSP's log events to the log instead. The one timeout covers the whole
+    /// Events arriving first go to their handlers ([`Cmdq::on_event`]); one without a
+    /// handler is counted and logged at debug level. Messages of other functions are
+    /// consumed, each with a warning naming it, where upstream consumes them silently;
+    /// [`crate::gsp::Gsp::send_command`] hands the GSP's log events to the log instead. The one timeout covers the whole
     /// wait however many of them arrive (upstream's restarts with each).
     ///
     /// # Errors
@@ -616,15 +655,17 @@ impl Cmdq {
         let mut budget = Budget::new(Self::RECEIVE_TIMEOUT);
         let msg = self.receive_any_skipping(&mut budget, |msg| {
             if msg.function == reply {
-                return false;
+                return Skip::Take;
             }
-            pr_warn!(
-                "gsp: {} ({}) dropped while waiting for {}\n",
-                msg.function().map_or("UNKNOWN", MsgFunction::name),
-                msg.function,
-                <M::Reply as MessageFromGsp>::FUNCTION.name()
-            );
-            true
+            if !is_event(msg) {
+                pr_warn!(
+                    "gsp: {} ({}) dropped while waiting for {}\n",
+                    msg.function().map_or("UNKNOWN", MsgFunction::name),
+                    msg.function,
+                    <M::Reply as MessageFromGsp>::FUNCTION.name()
+                );
+            }
+            Skip::PassOver
         })?;
         self.read_msg(&msg)
     }
@@ -904,6 +945,24 @@ impl Cmdq {
     ///
     /// As [`Cmdq::receive_any`].
     pub(crate) fn receive_any_within(&mut self, budget: &mut Budget) -> Result<GspMessage> {
+        loop {
+            let msg = self.receive_message(budget)?;
+            if !self.events.dispatch(&msg) {
+                return Ok(msg);
+            }
+            // An event handed to its handler does not extend the wait.
+            if budget.left().is_zero() {
+                return Err(self.fault(ETIMEDOUT, "only events arrived in time"));
+            }
+        }
+    }
+
+    /// Receives the next message off the ring, whatever it is, within `budget`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cmdq::receive_any`].
+    fn receive_message(&mut self, budget: &mut Budget) -> Result<GspMessage> {
         self.last_fault = None;
         let available = self.wait_published(budget)?;
         let mut payload = KVec::new();
@@ -940,25 +999,29 @@ impl Cmdq {
         })
     }
 
-    /// Receives messages within `budget` until one arrives that `skip` does not take,
-    /// and returns it; `skip` sees every message before (unasked events, say) and says
-    /// whether it handled it. The whole wait ends within `budget`, however many messages
-    /// are skipped.
+    /// Receives messages within `budget` until one arrives that `skip` says to
+    /// [`Skip::Take`], and returns it; `skip` sees every message before (unasked events,
+    /// say) and says what it did with it. The whole wait ends within `budget`, however
+    /// many messages are skipped. An event passed over ([`Skip::PassOver`]) is counted
+    /// as one without a handler ([`Events::unhandled`]).
     ///
     /// # Errors
     ///
     /// - `ETIMEDOUT` if the budget runs out, including while messages keep arriving that
-    ///   `skip` takes.
+    ///   `skip` passes over.
     /// - Any other error of [`Cmdq::receive_any`].
     pub(crate) fn receive_any_skipping(
         &mut self,
         budget: &mut Budget,
-        mut skip: impl FnMut(&GspMessage) -> bool,
+        mut skip: impl FnMut(&GspMessage) -> Skip,
     ) -> Result<GspMessage> {
         loop {
             let msg = self.receive_any_within(budget)?;
-            if !skip(&msg) {
-                return Ok(msg);
+            match skip(&msg) {
+                Skip::Take => return Ok(msg),
+                Skip::Handled => {}
+                Skip::PassOver if is_event(&msg) => self.events.pass_over(msg.function),
+                Skip::PassOver => {}
             }
             // A skipped message does not extend the wait; this also starts the clock if
             // every look so far found a message.
