@@ -34,6 +34,7 @@ use vgsp::{
 };
 
 use crate::fixture::{
+    device_view,
     gsp_view,
     SimBar0, //
 };
@@ -118,14 +119,19 @@ pub fn with_firmware<R, S: Send>(
 ) -> Result<(R, Result<S>)> {
     let bar = SimBar::<BAR0_SIZE>::new(&[NV_PGSP_QUEUE_HEAD::OFFSET])?;
     let mut gsp = Gsp::new(vdev::device()?)?;
-    // SAFETY: The view is used only by the GSP thread, which `run_beside` joins before
+    // SAFETY: The views are used only by the GSP thread, which `run_beside` joins before
     // `gsp` (which owns the memory) is dropped.
-    let view = unsafe { gsp_view(&gsp.cmdq) };
+    let (view, args) = unsafe { (gsp_view(&gsp.cmdq), device_view(&gsp.args)) };
+    let bus = gsp.cmdq.gsp_mem().dma_address();
     let stop = AtomicBool::new(false);
     let mut out = None;
     let (ran, r) = run_beside(
         || {
-            let mut fw = Vgsp::new(view)?;
+            // The GSP finds its queues from the boot arguments, as the firmware does.
+            let mut fw = Vgsp::locate(view, bus, args).map_err(|refused| {
+                pr_err!("vgsp: refuses to start: {}\n", refused.reason);
+                refused.errno
+            })?;
             // The bring-up runs the firmware's kind of CPU sequence on the bench's BAR.
             fw.set_cpu_sequence(vgsp::BOOT_SEQUENCE)?;
             out = Some(firmware(&mut fw, &bar, &stop));

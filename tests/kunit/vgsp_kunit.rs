@@ -22,6 +22,7 @@ pub mod copy_engine;
 pub mod fw_layout;
 pub mod gsp_e2e;
 pub mod gsp_events;
+pub mod gsp_init_args;
 pub mod gsp_sequencer;
 pub mod gsp_waits;
 #[cfg(CONFIG_VGSP_IVSHMEM)]
@@ -51,6 +52,7 @@ pub static SUITES: &[&Suite] = &[
     &gsp_waits::tests::KUNIT_SUITE,
     &gsp_sequencer::tests::KUNIT_SUITE,
     &gsp_events::tests::KUNIT_SUITE,
+    &gsp_init_args::tests::KUNIT_SUITE,
     &mbarrier::tests::KUNIT_SUITE,
     &copy_engine::tests::KUNIT_SUITE,
 ];

@@ -15,6 +15,10 @@ use kernel::{
         Bound,
         Device, //
     },
+    dma::{
+        Coherent,
+        CoherentBox, //
+    },
     prelude::*,
     time::Delta, //
 };
@@ -37,7 +41,10 @@ use crate::gsp::{
         PciFunction,
         SetRegistry, //
     },
-    fw::MsgFunction,
+    fw::{
+        GspArgumentsCached,
+        MsgFunction, //
+    },
     regs::{
         Bar0Registers,
         Doorbell, //
@@ -63,19 +70,28 @@ pub const BOOT_REGISTRY: &[(&str, u32)] = &[
 pub struct Gsp {
     /// The command queue.
     pub cmdq: Cmdq,
+    /// The boot arguments left for the GSP (r570's `GSP_ARGUMENTS_CACHED`): where its
+    /// queues are. The firmware finds them there; so does the virtual GSP
+    /// (`vgsp::Vgsp::locate`).
+    pub args: Coherent<GspArgumentsCached>,
     /// Lines of the GSP's log received so far.
     pub log_lines: usize,
 }
 
 impl Gsp {
-    /// Allocates the shared memory and initialises the queues.
+    /// Allocates the shared memory, initialises the queues, and fills the boot arguments
+    /// that name them.
     ///
     /// # Errors
     ///
     /// - `ENOMEM` if the memory cannot be had.
     pub fn new(dev: &Device<Bound>) -> Result<Self> {
+        let cmdq = Cmdq::new(dev)?;
+        let mut args = CoherentBox::<GspArgumentsCached>::zeroed(dev, GFP_KERNEL)?;
+        *args = GspArgumentsCached::new(cmdq.gsp_mem().dma_address());
         Ok(Self {
-            cmdq: Cmdq::new(dev)?,
+            cmdq,
+            args: args.into(),
             log_lines: 0,
         })
     }

@@ -57,7 +57,9 @@ use nova_core::gsp::{
         FALCON_ENGINE, //
     },
 };
+use nova_core::num::FromSafeCast;
 use vdev::DmaView;
+use zerocopy::FromBytes;
 
 pub use crate::commands::{
     VGSP_CTRL_CMD_DIGEST,
@@ -137,6 +139,15 @@ pub const BOOT_SEQUENCE: &[SeqCmd] = &[
 // The core operations of the sequence act on these registers (`nova_core::gsp::sequencer`).
 const _: () = assert!(FALCON_CPUCTL < nova_core::gsp::regs::BAR0_SIZE);
 const _: () = assert!(FALCON_ENGINE < nova_core::gsp::regs::BAR0_SIZE);
+
+/// Why the GSP refuses to start from its boot arguments ([`Vgsp::locate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StartRefused {
+    /// The errno.
+    pub errno: Error,
+    /// The inconsistency, in a few words.
+    pub reason: &'static str,
+}
 
 /// What one [`Vgsp::step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -240,6 +251,78 @@ impl<'a> Vgsp<'a> {
             cpu_sequence: None,
             stats: Stats::default(),
         })
+    }
+
+    /// Creates the GSP as the firmware starts: from its boot arguments alone (r570's
+    /// `GSP_ARGUMENTS_CACHED`, read through `args`), finding the shared memory in
+    /// `window`, the device's view of the bus addresses from `window_bus` on, and
+    /// checking it through its PTE page.
+    ///
+    /// The queues must sit at r570's offsets: the rings are addressed as a [`fw::GspMem`]
+    /// (as nova-core lays them out), so other offsets are refused rather than followed.
+    ///
+    /// # Errors
+    ///
+    /// A [`StartRefused`] naming the inconsistency: `EINVAL` for arguments that contradict
+    /// themselves or the PTE page, `ERANGE` for memory outside `window`.
+    pub fn locate(
+        window: DmaView<'a>,
+        window_bus: u64,
+        args: DmaView<'_>,
+    ) -> core::result::Result<Self, StartRefused> {
+        let refuse = |errno, reason| StartRefused { errno, reason };
+        let mut raw = [0u8; core::mem::size_of::<fw::GspArgumentsCached>()];
+        args.read_bytes(0, &mut raw)
+            .map_err(|_| refuse(EINVAL, "boot arguments shorter than GSP_ARGUMENTS_CACHED"))?;
+        let mq = fw::GspArgumentsCached::read_from_bytes(&raw[..])
+            .map_err(|_| refuse(EINVAL, "boot arguments unreadable"))?
+            .message_queue_init_arguments;
+        let page = u64::from_safe_cast(fw::GSP_PAGE_SIZE);
+        let shared = mq.shared_mem_phys_addr;
+        if shared % page != 0 {
+            return Err(refuse(EINVAL, "shared memory not page-aligned"));
+        }
+        let size = core::mem::size_of::<fw::GspMem>();
+        let off = shared
+            .checked_sub(window_bus)
+            .and_then(|o| usize::try_from(o).ok())
+            .filter(|o| o.checked_add(size).is_some_and(|end| end <= window.len()))
+            .ok_or(refuse(ERANGE, "shared memory outside the region"))?;
+        let count = usize::from_safe_cast(mq.page_table_entry_count);
+        if count < fw::GSP_MEM_PAGES {
+            return Err(refuse(EINVAL, "PTE count too small for the queues"));
+        }
+        if count > fw::GSP_PTE_COUNT {
+            return Err(refuse(EINVAL, "PTE count beyond the PTE page"));
+        }
+        let mapped = u64::from_safe_cast(count * fw::GSP_PAGE_SIZE);
+        let queue = u64::from_safe_cast(core::mem::size_of::<fw::Msgq>());
+        for q in [mq.cmd_queue_offset, mq.stat_queue_offset] {
+            if q % page != 0 {
+                return Err(refuse(EINVAL, "queue offset not page-aligned"));
+            }
+            if q.checked_add(queue).is_none_or(|end| end > mapped) || q < page {
+                return Err(refuse(ERANGE, "queue offsets outside the region"));
+            }
+        }
+        if mq.cmd_queue_offset != u64::from_safe_cast(fw::CPUQ_OFFSET)
+            || mq.stat_queue_offset != u64::from_safe_cast(fw::GSPQ_OFFSET)
+        {
+            return Err(refuse(EINVAL, "queue offsets not r570's layout"));
+        }
+        for i in 0..count {
+            let mut pte = [0u8; 8];
+            window
+                .read_bytes(off + fw::PTES_OFFSET + 8 * i, &mut pte)
+                .map_err(|_| refuse(ERANGE, "PTE page outside the region"))?;
+            if u64::from_le_bytes(pte) != shared + u64::from_safe_cast(i * fw::GSP_PAGE_SIZE) {
+                return Err(refuse(EINVAL, "PTEs not contiguous"));
+            }
+        }
+        let mem = window
+            .subview(off, size)
+            .map_err(|_| refuse(ERANGE, "shared memory outside the region"))?;
+        Self::new(mem).map_err(|e| refuse(e, "the GSP cannot be had"))
     }
 
     /// Makes the GSP send a `UCODE_LIBOS_PRINT` line unasked after every `n` commands
