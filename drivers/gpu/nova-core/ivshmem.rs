@@ -11,11 +11,13 @@
 //!   `NV_PGSP_QUEUE_HEAD`.
 //! - BAR2 is the shared memory of the device, [`SHM_SIZE`] bytes: the attach mailbox
 //!   alone, mapped as I/O memory ([`IvshmemMailbox`]) and accessed with `readq`/`writeq`.
-//! - The queues ([`GspMem`]) are the driver's own coherent allocation ([`Gsp::new`] for the
-//!   device given to [`IvshmemGsp::new`]), in guest RAM; the driver tells the GSP their bus
-//!   address in the mailbox ([`DRIVER_GSP_MEM_OFFSET`]). Under QEMU without an IOMMU the
-//!   bus address is the guest-physical address, which the GSP process finds in the guest
-//!   RAM it maps (see `vgsp-qemu`).
+//! - The queues ([`GspMem`]) and the boot arguments that name them (r570's
+//!   `GSP_ARGUMENTS_CACHED`) are the driver's own coherent allocations ([`Gsp::new`] for
+//!   the device given to [`IvshmemGsp::new`]), in guest RAM; the driver tells the GSP the
+//!   arguments' bus address in the mailbox ([`DRIVER_GSP_ARGS_OFFSET`]), as a GPU's driver
+//!   hands the firmware its arguments, and the GSP finds the queues from them. Under QEMU
+//!   without an IOMMU the bus address is the guest-physical address, which the GSP process
+//!   finds in the guest RAM it maps (see `vgsp-qemu`).
 //! - The GSP raises MSI-X vector 0 after posting a message; the driver sleeps on it
 //!   ([`MsgqSignal`]) or, without MSI-X, polls.
 //!
@@ -25,7 +27,7 @@
 //! |---|---|---|
 //! | [`GSP_ATTACH_OFFSET`] (0x00) | [`GspAttach`]: generation, peer id, magic | the GSP |
 //! | [`DRIVER_ATTACH_OFFSET`] (0x40) | [`DriverAttach`]: generation acknowledged, session, peer id | the driver |
-//! | [`DRIVER_GSP_MEM_OFFSET`] (0x48) | the bus address of the driver's [`GspMem`] | the driver |
+//! | [`DRIVER_GSP_ARGS_OFFSET`] (0x48) | the bus address of the driver's boot arguments | the driver |
 //!
 //! The GSP's word and the driver's words are a cache line apart. Each word is stored by one
 //! side only, the driver's with `writeq`, read by the driver with `readq`; the GSP
@@ -38,13 +40,15 @@
 //!
 //! 1. the GSP stores [`GspAttach`] with its peer id and a generation one above the last
 //!    one; it knows of no queues until the driver acknowledges that generation;
-//! 2. the driver allocates and initialises fresh queues, stores their bus address in
-//!    `DRIVER_GSP_MEM`, then [`DriverAttach`] with that generation, a new session number and
-//!    its own peer id (whom the GSP interrupts), and rings the GSP;
-//! 3. the GSP, seeing a new (generation, session), reads `DRIVER_GSP_MEM`, checks that the
-//!    whole [`GspMem`] lies page-aligned inside the RAM it maps, and starts over on the
-//!    fresh queues; it refuses (and logs) an address that does not, and waits for the next
-//!    acknowledgement.
+//! 2. the driver allocates and initialises fresh queues and their boot arguments, stores
+//!    the arguments' bus address in `DRIVER_GSP_ARGS`, then [`DriverAttach`] with that
+//!    generation, a new session number and its own peer id (whom the GSP interrupts), and
+//!    rings the GSP;
+//! 3. the GSP, seeing a new (generation, session), reads `DRIVER_GSP_ARGS`, reads the
+//!    arguments from the RAM it maps, locates the queues from them alone (inside that RAM,
+//!    checked through their PTE page: `vgsp::Vgsp::locate`), and starts over on the fresh
+//!    queues; it refuses (and logs, with the reason) arguments that do not hold, and waits
+//!    for the next acknowledgement.
 //!
 //! The driver attaches anew only to a quiescent queue: at bring-up, or to a GSP that
 //! restarted.
@@ -163,18 +167,18 @@ pub const GSP_ATTACH_OFFSET: usize = 0x00;
 /// The offset of [`DriverAttach`], stored by the driver: a cache line away from the GSP's
 /// word.
 pub const DRIVER_ATTACH_OFFSET: usize = 0x40;
-/// The offset of the bus address of the driver's
-/// [`GspMem`](crate::gsp::fw::GspMem), stored by the driver before
-/// [`DriverAttach`].
-pub const DRIVER_GSP_MEM_OFFSET: usize = 0x48;
+/// The offset of the bus address of the driver's boot arguments
+/// ([`GspArgumentsCached`](crate::gsp::fw::GspArgumentsCached)), stored by the driver
+/// before [`DriverAttach`].
+pub const DRIVER_GSP_ARGS_OFFSET: usize = 0x48;
 
 static_assertions::const_assert!(SHM_SIZE.is_power_of_two());
 static_assertions::const_assert!(GSP_ATTACH_OFFSET + 8 <= DRIVER_ATTACH_OFFSET);
 static_assertions::const_assert!(
-    DRIVER_ATTACH_OFFSET.is_multiple_of(8) && DRIVER_GSP_MEM_OFFSET.is_multiple_of(8)
+    DRIVER_ATTACH_OFFSET.is_multiple_of(8) && DRIVER_GSP_ARGS_OFFSET.is_multiple_of(8)
 );
-static_assertions::const_assert!(DRIVER_ATTACH_OFFSET + 8 <= DRIVER_GSP_MEM_OFFSET);
-static_assertions::const_assert!(DRIVER_GSP_MEM_OFFSET + 8 <= SHM_SIZE);
+static_assertions::const_assert!(DRIVER_ATTACH_OFFSET + 8 <= DRIVER_GSP_ARGS_OFFSET);
+static_assertions::const_assert!(DRIVER_GSP_ARGS_OFFSET + 8 <= SHM_SIZE);
 
 /// The GSP's mailbox word.
 #[bitfield(u64)]
@@ -348,7 +352,7 @@ impl<'a> IvshmemGsp<'a> {
         if let Some(signal) = self.signal {
             gsp.cmdq.set_signal(signal);
         }
-        let gsp_mem = gsp.cmdq.gsp_mem().dma_address();
+        let args = gsp.args.dma_address();
 
         let session = self.driver_attach()?.session().wrapping_add(1);
         let ack = DriverAttach::new()
@@ -356,14 +360,15 @@ impl<'a> IvshmemGsp<'a> {
             .with_session(session)
             .with_peer(own_peer);
         // ORDERING: STORE->STORE. `writeq`: orders our earlier stores to coherent memory
-        // (the queues' initialisation in `Gsp::new`) before this store of their address. The
-        // GSP relies on the acknowledgement's `writeq` below, which orders this store too.
-        self.mailbox.try_write64(gsp_mem, DRIVER_GSP_MEM_OFFSET)?;
+        // (the queues' and the arguments' initialisation in `Gsp::new`) before this store of
+        // the arguments' address. The GSP relies on the acknowledgement's `writeq` below,
+        // which orders this store too.
+        self.mailbox.try_write64(args, DRIVER_GSP_ARGS_OFFSET)?;
         // ORDERING: STORE->STORE. `writeq`: orders our earlier stores, to coherent memory
-        // (the queues' initialisation in `Gsp::new`) and to the mailbox (`DRIVER_GSP_MEM`
-        // just above), before this acknowledgement, which lets the GSP use them. Pairs with
-        // the GSP's acquire load of the word, after which it reads `DRIVER_GSP_MEM` and the
-        // queues.
+        // (the queues' and the arguments' initialisation in `Gsp::new`) and to the mailbox
+        // (`DRIVER_GSP_ARGS` just above), before this acknowledgement, which lets the GSP
+        // use them. Pairs with the GSP's acquire load of the word, after which it reads
+        // `DRIVER_GSP_ARGS`, the arguments and the queues.
         self.mailbox
             .try_write64(ack.into_bits(), DRIVER_ATTACH_OFFSET)?;
 

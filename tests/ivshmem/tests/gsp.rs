@@ -69,6 +69,7 @@ use nova_core::{
         commands::Echo,
         fw::{
             self,
+            GspArgumentsCached,
             GspMem,
             MsgFunction,
             GSP_PAGE_SIZE, //
@@ -80,7 +81,7 @@ use nova_core::{
         IvshmemGsp,
         IvshmemMailbox,
         DRIVER_ATTACH_OFFSET,
-        DRIVER_GSP_MEM_OFFSET,
+        DRIVER_GSP_ARGS_OFFSET,
         GSP_ATTACH_OFFSET,
         IVSHMEM_DOORBELL,
         IVSHMEM_IV_POSITION,
@@ -105,6 +106,9 @@ const LOG_EVERY: usize = 100;
 /// The bus (guest-physical) address of the guest RAM's first byte: aarch64 `virt`'s, and
 /// not the address of the test's mapping of it.
 const RAM_BASE: u64 = 0x4000_0000;
+/// Where the tests that play a driver leave its boot arguments: the RAM's first page,
+/// which no allocation of the driver's takes in those tests.
+const ARGS_AT: u64 = RAM_BASE;
 /// The size of the guest RAM: room for every `GspMem` a rig allocates, as a pooled
 /// allocation leaks within the pool.
 const RAM_SIZE: usize = 16 << 20;
@@ -365,9 +369,22 @@ impl Rig {
         attach
     }
 
-    /// Plays a driver that acknowledges the GSP's attach with its queues at bus address
-    /// `bus`: stores the address, then a new session's acknowledgement, and rings the GSP.
-    fn acknowledge_with_gsp_mem_at(&self, bus: u64) {
+    /// Plays a driver that acknowledges the GSP's attach with boot arguments naming queues
+    /// at bus address `queues`: writes the arguments at [`ARGS_AT`] in the RAM, stores
+    /// their address, then a new session's acknowledgement, and rings the GSP.
+    fn acknowledge_with_queues_at(&self, queues: u64) {
+        let args = GspArgumentsCached::new(queues);
+        let bytes = kernel::transmute::AsBytes::as_bytes(&args);
+        // SAFETY: `ram` maps `ram.len()` writable bytes, and the arguments fit at the start
+        // of its first page, where no allocation of the driver's lives in these tests.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ram.as_ptr(), bytes.len()) };
+        self.acknowledge_with_args_at(ARGS_AT);
+    }
+
+    /// Plays a driver that acknowledges the GSP's attach with its boot arguments at bus
+    /// address `bus`: stores the address, then a new session's acknowledgement, and rings
+    /// the GSP.
+    fn acknowledge_with_args_at(&self, bus: u64) {
         let attach = self.wait_for_gsp_attach();
         let last = DriverAttach::from_bits(
             self.bar2
@@ -379,7 +396,7 @@ impl Rig {
             .with_session(last.session().wrapping_add(1))
             .with_peer(self.peer.lock().unwrap().id());
         self.bar2
-            .try_write64(bus, DRIVER_GSP_MEM_OFFSET)
+            .try_write64(bus, DRIVER_GSP_ARGS_OFFSET)
             .expect("mailbox word");
         self.bar2
             .try_write64(ack.into_bits(), DRIVER_ATTACH_OFFSET)
@@ -394,12 +411,13 @@ impl Rig {
         unsafe { std::ptr::write_bytes(self.ram.as_ptr(), byte, self.ram.len()) };
     }
 
-    /// Returns whether every byte of the guest RAM is `byte`.
+    /// Returns whether every byte of the guest RAM after its first page (where the tests'
+    /// boot arguments are) is `byte`.
     fn ram_is_all(&self, byte: u8) -> bool {
         let mut copy = vec![0u8; self.ram.len()];
         // SAFETY: `ram` maps `ram.len()` readable bytes; `copy` is as long and distinct.
         unsafe { std::ptr::copy_nonoverlapping(self.ram.as_ptr(), copy.as_mut_ptr(), copy.len()) };
-        copy.iter().all(|&b| b == byte)
+        copy[GSP_PAGE_SIZE..].iter().all(|&b| b == byte)
     }
 
     /// Kills the GSP process with SIGKILL, as a crash would.
@@ -663,7 +681,9 @@ fn the_gsp_process_finds_the_queues_at_their_bus_address_in_the_ram() {
     rig.start_gsp();
     let mut iv = rig.device();
     attach_and_boot(&mut iv, None);
-    let mem = iv.gsp().unwrap().0.cmdq.gsp_mem();
+    let gsp = iv.gsp().unwrap().0;
+    let args = gsp.args.dma_address();
+    let mem = gsp.cmdq.gsp_mem();
     let bus = mem.dma_address();
     // In the RAM by bus address, and there in the test's mapping of it.
     assert!(
@@ -674,8 +694,9 @@ fn the_gsp_process_finds_the_queues_at_their_bus_address_in_the_ram() {
     let cpu = rig.ram.as_ptr().wrapping_add((bus - RAM_BASE) as usize);
     assert_eq!(mem.as_ptr().cast::<u8>(), cpu.cast_const());
     assert_ne!(bus, cpu.addr() as u64);
-    // Told through the mailbox; found there by the GSP process, which booted on it.
-    assert_eq!(rig.bar2.try_read64(DRIVER_GSP_MEM_OFFSET).unwrap(), bus);
+    // The boot arguments' address told through the mailbox; the queues found from them
+    // by the GSP process, which booted on them.
+    assert_eq!(rig.bar2.try_read64(DRIVER_GSP_ARGS_OFFSET).unwrap(), args);
     rig.wait_for_gsp_line(&format!("queues at bus address {bus:#x} initialised"));
 }
 
@@ -686,17 +707,27 @@ fn a_gsp_mem_outside_the_ram_is_refused_and_the_ram_left_alone() {
     rig.start_gsp();
     let end = RAM_BASE + RAM_SIZE as u64;
     let size = core::mem::size_of::<GspMem>() as u64;
+    for bus in [
+        RAM_BASE - PAGE,
+        end,
+        // Starts inside, ends outside.
+        end - size + PAGE,
+        // Past the end of the bus: no wrap-around into the RAM.
+        u64::MAX - PAGE + 1,
+    ] {
+        rig.acknowledge_with_queues_at(bus);
+        rig.wait_for_gsp_line(&format!(
+            "refusing the boot arguments at bus address {ARGS_AT:#x}: shared memory outside the region"
+        ));
+    }
+    // Arguments outside the RAM themselves.
     for (bus, why) in [
         (RAM_BASE - PAGE, "below the RAM"),
-        (end, "runs past the end of the RAM"),
-        // Starts inside, ends outside.
-        (end - size + PAGE, "runs past the end of the RAM"),
-        // Past the end of the bus: no wrap-around into the RAM.
-        (u64::MAX - PAGE + 1, "runs past the end of the RAM"),
+        (end - 8, "runs past the end of the RAM"),
     ] {
-        rig.acknowledge_with_gsp_mem_at(bus);
+        rig.acknowledge_with_args_at(bus);
         rig.wait_for_gsp_line(&format!(
-            "refusing the GspMem at bus address {bus:#x}: {why}"
+            "refusing the boot arguments at bus address {bus:#x}: {why}"
         ));
     }
     assert!(!rig.gsp_log.lock().unwrap().contains("initialised"));
@@ -716,10 +747,9 @@ fn a_gsp_mem_outside_the_ram_is_refused_and_the_ram_left_alone() {
 fn a_gsp_mem_off_a_page_boundary_is_refused() {
     let rig = Rig::new("unaligned");
     rig.start_gsp();
-    let bus = RAM_BASE + 8;
-    rig.acknowledge_with_gsp_mem_at(bus);
+    rig.acknowledge_with_queues_at(RAM_BASE + PAGE + 8);
     rig.wait_for_gsp_line(&format!(
-        "refusing the GspMem at bus address {bus:#x}: not page-aligned"
+        "refusing the boot arguments at bus address {ARGS_AT:#x}: shared memory not page-aligned"
     ));
 }
 
@@ -727,9 +757,10 @@ fn a_gsp_mem_off_a_page_boundary_is_refused() {
 fn after_a_refusal_the_gsp_takes_the_next_attach() {
     let rig = Rig::new("refused");
     rig.start_gsp();
-    let bus = RAM_BASE + RAM_SIZE as u64;
-    rig.acknowledge_with_gsp_mem_at(bus);
-    rig.wait_for_gsp_line(&format!("refusing the GspMem at bus address {bus:#x}"));
+    rig.acknowledge_with_queues_at(RAM_BASE + RAM_SIZE as u64);
+    rig.wait_for_gsp_line(&format!(
+        "refusing the boot arguments at bus address {ARGS_AT:#x}"
+    ));
     let mut iv = rig.device();
     assert_eq!(attach_and_boot(&mut iv, None), 1);
     assert_eq!(echoes(&mut iv, 10), 0);

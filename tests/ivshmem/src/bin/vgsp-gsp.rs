@@ -7,12 +7,14 @@
 //! BAR2, the attach mailbox of `nova_core::ivshmem`), and maps FILE, the guest's RAM
 //! (`MAP_SHARED`), whose first byte is at bus address ADDR (`0x…` or decimal). It attaches
 //! through the mailbox; when the driver acknowledges, it reads the bus address of the
-//! driver's `GspMem` from the mailbox (`DRIVER_GSP_MEM`), checks that the whole `GspMem`
-//! lies page-aligned inside the RAM, and runs the same virtual GSP ([`vgsp::Vgsp`]) as
-//! every other tier over exactly that range: woken by its eventfd when the driver rings
-//! the doorbell, it interrupts the driver's vector after it posts a message. An address it
-//! refuses is logged with the reason, and it waits for the next acknowledgement without
-//! touching the RAM. `--log-every N` makes it send a log line unasked after every N
+//! driver's boot arguments (r570's `GSP_ARGUMENTS_CACHED`) from the mailbox
+//! (`DRIVER_GSP_ARGS`), reads them from the RAM, and locates the queues from them alone
+//! ([`vgsp::Vgsp::locate`]: the whole `GspMem` page-aligned inside the RAM, checked
+//! through its PTE page). It then runs the same virtual GSP as every other tier over
+//! exactly that range: woken by its eventfd when the driver rings the doorbell, it
+//! interrupts the driver's vector after it posts a message. Arguments it refuses are
+//! logged with the reason, and it waits for the next acknowledgement without touching the
+//! RAM. `--log-every N` makes it send a log line unasked after every N
 //! commands.
 //!
 //! Its log lines go to standard output, prefixed `vgsp-gsp: `. It exits 0 when the server
@@ -38,14 +40,14 @@ use kernel::{
 };
 use nova_core::{
     gsp::fw::{
-        GspMem,
+        GspArgumentsCached,
         GSP_PAGE_SIZE, //
     },
     ivshmem::{
         DriverAttach,
         GspAttach,
         DRIVER_ATTACH_OFFSET,
-        DRIVER_GSP_MEM_OFFSET,
+        DRIVER_GSP_ARGS_OFFSET,
         GSP_ATTACH_OFFSET,
         SHM_SIZE, //
     },
@@ -127,40 +129,30 @@ struct Ram<'a> {
 }
 
 impl<'a> Ram<'a> {
-    /// The view of the [`GspMem`] at bus address `bus`.
+    /// The view of the boot arguments at bus address `bus`.
     ///
     /// # Errors
     ///
-    /// Why the address is refused: not page-aligned, below the RAM, or a `GspMem` there
-    /// would run past its end.
-    fn gsp_mem(&self, bus: u64) -> Result<DmaView<'a>, String> {
-        // CAST: a page size fits 64 bits.
-        if !bus.is_multiple_of(GSP_PAGE_SIZE as u64) {
-            return Err("not page-aligned".into());
-        }
+    /// Why the address is refused: below the RAM, or arguments there would run past its
+    /// end.
+    fn args(&self, bus: u64) -> Result<DmaView<'a>, String> {
+        let size = core::mem::size_of::<GspArgumentsCached>();
         let offset = bus.checked_sub(self.base).ok_or_else(|| {
             format!(
                 "below the RAM, which starts at bus address {:#x}",
                 self.base
             )
         })?;
-        let size = core::mem::size_of::<GspMem>();
-        let inside = usize::try_from(offset)
+        usize::try_from(offset)
             .ok()
-            .and_then(|offset| offset.checked_add(size))
-            .is_some_and(|end| end <= self.view.len());
-        if !inside {
-            return Err(format!(
-                "runs past the end of the RAM (a GspMem is {size:#x} bytes; the RAM {:#x} bytes from bus address {:#x})",
-                self.view.len(),
-                self.base
-            ));
-        }
-        // PANIC: `offset + size <= len` was checked above, so `offset` fits a `usize`.
-        let offset = usize::try_from(offset).unwrap_or_else(|_| unreachable!());
-        self.view
-            .subview(offset, size)
-            .map_err(|e| format!("no view of it: {e:?}"))
+            .and_then(|offset| self.view.subview(offset, size).ok())
+            .ok_or_else(|| {
+                format!(
+                    "runs past the end of the RAM ({:#x} bytes from bus address {:#x})",
+                    self.view.len(),
+                    self.base
+                )
+            })
     }
 }
 
@@ -169,7 +161,7 @@ struct GspProcess<'a> {
     peer: Peer,
     gsp_word: &'a Atomic<u64>,
     driver_word: &'a Atomic<u64>,
-    gsp_mem_word: &'a Atomic<u64>,
+    args_word: &'a Atomic<u64>,
     ram: Ram<'a>,
     generation: u32,
     log_every: u64,
@@ -189,7 +181,7 @@ impl<'a> GspProcess<'a> {
         };
         let gsp_word = word(GSP_ATTACH_OFFSET)?;
         let driver_word = word(DRIVER_ATTACH_OFFSET)?;
-        let gsp_mem_word = word(DRIVER_GSP_MEM_OFFSET)?;
+        let args_word = word(DRIVER_GSP_ARGS_OFFSET)?;
 
         // ORDERING: LOAD->STORE. Acquire: a previous GSP's word, before ours replaces it.
         // Pairs with that GSP's release store below.
@@ -216,7 +208,7 @@ impl<'a> GspProcess<'a> {
             peer,
             gsp_word,
             driver_word,
-            gsp_mem_word,
+            args_word,
             ram,
             generation,
             log_every,
@@ -233,9 +225,11 @@ impl<'a> GspProcess<'a> {
 
     fn driver_ack(&self) -> DriverAttach {
         // ORDERING: LOAD->LOAD. Acquire: orders this load of the driver's acknowledgement
-        // before our loads of `DRIVER_GSP_MEM` and of the queues it initialised. Pairs with
+        // before our loads of `DRIVER_GSP_ARGS`, of the arguments and of the queues they
+        // name. Pairs with
         // the driver's `writeq` of the word in `IvshmemGsp::attach`, whose barrier orders the
-        // queues' initialisation and its store of `DRIVER_GSP_MEM` before it.
+        // queues' and the arguments' initialisation and its store of `DRIVER_GSP_ARGS`
+        // before it.
         DriverAttach::from_bits(self.driver_word.load(Acquire))
     }
 
@@ -263,22 +257,26 @@ impl<'a> GspProcess<'a> {
         // it; the driver stored this word before that `writeq`. (A driver that attached
         // again since gives the next session's address here; we start over once more when we
         // see that session's acknowledgement.)
-        let bus = self.gsp_mem_word.load(Relaxed);
+        let bus = self.args_word.load(Relaxed);
         let who = format!("driver peer {} session {}", ack.peer(), ack.session());
-        let refused = match self.ram.gsp_mem(bus) {
-            Ok(view) => match Vgsp::new(view) {
+        let refused = match self.ram.args(bus) {
+            Ok(args) => match Vgsp::locate(self.ram.view, self.ram.base, args) {
                 Ok(mut gsp) => {
                     gsp.set_log_every(self.log_every);
-                    println!("vgsp-gsp: {who}: queues at bus address {bus:#x} initialised");
+                    // The first word of the arguments: where the queues are.
+                    let mut shared = [0u8; 8];
+                    let _ = args.read_bytes(0, &mut shared);
+                    let shared = u64::from_le_bytes(shared);
+                    println!("vgsp-gsp: {who}: queues at bus address {shared:#x} initialised");
                     self.gsp = Some(gsp);
                     return true;
                 }
-                Err(e) => format!("the virtual GSP cannot start there ({e:?})"),
+                Err(refused) => refused.reason.to_string(),
             },
             Err(why) => why,
         };
         println!(
-            "vgsp-gsp: {who}: refusing the GspMem at bus address {bus:#x}: {refused}; waiting for the next attach"
+            "vgsp-gsp: {who}: refusing the boot arguments at bus address {bus:#x}: {refused}; waiting for the next attach"
         );
         true
     }
