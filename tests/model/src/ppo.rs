@@ -26,8 +26,6 @@ use std::{collections::HashMap, vec::Vec};
 /// Which accesses one side of an ordering point selects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Select {
-    /// None.
-    Nothing,
     /// Loads (an atomic read-modify-write is both).
     Loads,
     /// Stores.
@@ -41,7 +39,6 @@ pub enum Select {
 impl Select {
     fn matches(self, a: &Access) -> bool {
         match self {
-            Self::Nothing => false,
             Self::Loads => a.reads,
             Self::Stores => a.writes,
             Self::All => true,
