@@ -50,6 +50,7 @@ pub mod code {
         EMSGSIZE, 90, "Message too long.";
         EOPNOTSUPP, 95, "Operation not supported on transport endpoint.";
         ETIMEDOUT, 110, "Connection timed out.";
+        ERESTARTSYS, 512, "Restart the system call.";
         ETOOSMALL, 525, "Buffer or request is too small.";
     }
 }

@@ -20,8 +20,11 @@
 //! - A [`ModelBar`]'s doorbell writes increment a loom atomic the GSP thread waits on.
 //!
 //! Every load, store and barrier is appended to a trace with the agent that did it
-//! ([`set_agent`]) and the source location of the access or barrier (`#[track_caller]`
-//! through the accessors), which [`take_trace`] hands to the checker.
+//! ([`set_agent`]: the driver, the GSP, or another caller of the driver's) and the source
+//! location of the access or barrier (`#[track_caller]` through the accessors), which
+//! [`take_trace`] hands to the checker. So is every acquire and release of one of the
+//! driver's locks ([`crate::sync::Mutex`]), as an access of the lock's own word: what one
+//! caller of a shared queue learnt reaches the next through them.
 //!
 //! # Mutations
 //!
@@ -64,10 +67,12 @@ use crate::{
 /// Who performed an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Agent {
-    /// The CPU (nova-core).
+    /// The CPU (nova-core): the driver's main thread.
     Driver,
     /// The GSP firmware (vgsp).
     Gsp,
+    /// Another thread of the driver sharing the queue, by number (from 1).
+    Caller(u8),
 }
 
 /// A modelled location, relative to the start of its coherent region.
@@ -77,6 +82,9 @@ pub enum Loc {
     Word(usize),
     /// The 4 KiB page with this index (bulk data).
     Page(usize),
+    /// The word of one of the driver's locks ([`crate::sync::Mutex`]), by the address of
+    /// its state: a lock taken is a load of it, a lock released a store.
+    Lock(usize),
 }
 
 /// What happened.
@@ -99,6 +107,20 @@ pub enum Kind {
     },
     /// A barrier.
     Fence(Flavour),
+    /// A lock taken (an acquire): the lock's word, read as the previous holder left it.
+    Acquire {
+        /// The lock's word ([`Loc::Lock`]).
+        loc: Loc,
+        /// How many times it had been released.
+        value: u64,
+    },
+    /// A lock released (a release): the lock's word, written.
+    Release {
+        /// The lock's word ([`Loc::Lock`]).
+        loc: Loc,
+        /// How many times it has been released, this time included.
+        value: u64,
+    },
 }
 
 /// One event of the trace.
@@ -519,11 +541,39 @@ impl<const SIZE: usize> ModelBar<SIZE> {
     }
 }
 
+/// Records that the lock whose state is at `lock` was taken, after `releases` releases:
+/// an acquire of its word, by the calling thread's agent. The lock backend calls it with
+/// the lock held.
+#[track_caller]
+pub(crate) fn lock_taken(lock: usize, releases: u64) {
+    record(
+        Kind::Acquire {
+            loc: Loc::Lock(lock),
+            value: releases,
+        },
+        Location::caller(),
+    );
+}
+
+/// Records that the lock whose state is at `lock` is released for the `releases`th time:
+/// a release of its word. The lock backend calls it before it lets the lock go.
+#[track_caller]
+pub(crate) fn lock_released(lock: usize, releases: u64) {
+    record(
+        Kind::Release {
+            loc: Loc::Lock(lock),
+            value: releases,
+        },
+        Location::caller(),
+    );
+}
+
 /// Describes an event for reports: `driver store Word(0x1010)=3 at file:line`.
 pub fn describe(e: &Event) -> String {
     let who = match e.agent {
-        Agent::Driver => "driver",
-        Agent::Gsp => "gsp",
+        Agent::Driver => String::from("driver"),
+        Agent::Gsp => String::from("gsp"),
+        Agent::Caller(n) => format!("caller {n}"),
     };
     let show = |loc: Loc, value: u64| match loc {
         Loc::Word(off) => format!(
@@ -532,11 +582,14 @@ pub fn describe(e: &Event) -> String {
             value >> 32
         ),
         Loc::Page(p) => format!("page {p:#x} version {value}"),
+        Loc::Lock(l) => format!("lock {l:#x} after {value} releases"),
     };
     let what = match e.kind {
         Kind::Load { loc, value } => format!("load of {}", show(loc, value)),
         Kind::Store { loc, value } => format!("store of {}", show(loc, value)),
         Kind::Fence(f) => format!("barrier {f:?}"),
+        Kind::Acquire { loc, value } => format!("acquire of {}", show(loc, value)),
+        Kind::Release { loc, value } => format!("release of {}", show(loc, value)),
     };
     format!("{who} {what} at {}:{}", e.site.file(), e.site.line())
 }

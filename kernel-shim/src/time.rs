@@ -64,6 +64,21 @@ impl Delta<Jiffy> {
     }
 }
 
+/// The kernel's unit of scheduler time (7.3's `Jiffies`): a jiffy is 1 ms here (`HZ` is
+/// 1000), as [`crate::sync::CondVar`]'s timed waits count it.
+pub type Jiffies = crate::ffi::c_ulong;
+
+/// Milliseconds (7.3's `Msecs`).
+pub type Msecs = crate::ffi::c_uint;
+
+/// Converts milliseconds to jiffies, rounding up (7.3's `msecs_to_jiffies`; with `HZ` at
+/// 1000, the same number).
+#[inline]
+pub fn msecs_to_jiffies(msecs: Msecs) -> Jiffies {
+    // CAST: a `c_uint` always fits a `c_ulong`.
+    msecs as Jiffies
+}
+
 /// The nanoseconds in a microsecond, a millisecond and a second.
 const NSEC_PER_USEC: i64 = 1_000;
 const NSEC_PER_MSEC: i64 = 1_000_000;

@@ -185,7 +185,7 @@ pub mod tests {
 
     #[test]
     fn read_pointer_outside_ring_fails_send_with_eio() -> Result {
-        let mut pair = Pair::new()?;
+        let pair = Pair::new()?;
         pair.view()
             .write32(GSPQ_OFFSET + MSGQ_READ_PTR_OFFSET, 99)?;
         let r = pair
@@ -262,7 +262,7 @@ pub mod tests {
 
     #[test]
     fn oversized_command_is_emsgsize() -> Result {
-        let mut pair = Pair::new()?;
+        let pair = Pair::new()?;
         // Beyond what `kmalloc` gives in a kernel: `vmalloc` memory there.
         let mut big = KVVec::new();
         big.resize(MAX_RPC_PAYLOAD + 1, 0u8, GFP_KERNEL)?;
@@ -283,19 +283,29 @@ pub mod tests {
         expect_rejected(&mut pair, &el, 1, "continuation record without a head")
     }
 
+    /// Checks that the next message received is the log line `text`.
+    fn log_line_arrives(pair: &mut Pair, text: &[u8]) -> Result {
+        let msg = pair.cmdq.receive_any(LONG)?;
+        check!(msg.function() == Ok(MsgFunction::UcodeLibosPrint))?;
+        check!(msg.payload[..] == *text)
+    }
+
+    /// Posts the log line `text` after a split head with its continuation still to come,
+    /// and checks that the head's RPC is refused and the line then received as itself,
+    /// every slot consumed.
+    fn head_interrupted_by(pair: &mut Pair, text: &[u8]) -> Result {
+        let line = log_element(pair, text)?;
+        pair.gsp.post_raw(&line, 1)?;
+        expect_refused(pair, LONG, EIO, "head not followed by its continuation")?;
+        check!(pair.cmdq.cpu_ptrs() == (0, 17))?;
+        log_line_arrives(pair, text)
+    }
+
     #[test]
     fn head_followed_by_other_function_is_eio() -> Result {
         let mut pair = Pair::new()?;
         post_split_head(&mut pair, 100)?;
-        let intruder = log_element(&pair, b"intruder")?;
-        pair.gsp.post_raw(&intruder, 1)?;
-        expect_refused(
-            &mut pair,
-            LONG,
-            EIO,
-            "head not followed by its continuation",
-        )?;
-        assert_eq!(pair.cmdq.cpu_ptrs(), (0, 17));
+        head_interrupted_by(&mut pair, b"intruder")?;
         next_valid_arrives(&mut pair)
     }
 
@@ -304,8 +314,31 @@ pub mod tests {
         let mut pair = Pair::new()?;
         post_split_head(&mut pair, 100)?;
         expect_refused(&mut pair, SHORT, ETIMEDOUT, "nothing published in time")?;
-        // The head was consumed.
+        // The head was consumed, and kept for the next receive.
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 16));
+        head_interrupted_by(&mut pair, b"instead")?;
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn head_whose_continuation_comes_after_the_wait_is_received_by_the_next() -> Result {
+        let mut pair = Pair::new()?;
+        let head = post_split_head(&mut pair, 100)?;
+        expect_refused(&mut pair, SHORT, ETIMEDOUT, "nothing published in time")?;
+        let tail = Pair::pattern(100, 10)?;
+        let cont = pair.gsp.encode_element(
+            MsgFunction::ContinuationRecord.into(),
+            5,
+            &tail,
+            tail.len(),
+        )?;
+        pair.gsp.post_raw(&cont, 1)?;
+        let msg = pair.cmdq.receive_any(LONG)?;
+        check!(msg.function() == Ok(MsgFunction::Nop))?;
+        check!(msg.sequence == 5)?;
+        check!(msg.elem_count == 17)?;
+        check!(msg.payload[..head.len()] == head[..])?;
+        check!(msg.payload[head.len()..] == tail[..])?;
         next_valid_arrives(&mut pair)
     }
 

@@ -117,7 +117,7 @@ pub mod tests {
 
     #[test]
     fn receive_times_out_when_nothing_published() -> Result {
-        let mut pair = Pair::new()?;
+        let pair = Pair::new()?;
         assert_eq!(pair.cmdq.receive_any(SHORT).err(), Some(ETIMEDOUT));
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
         Ok(())
@@ -143,7 +143,7 @@ pub mod tests {
 
     #[test]
     fn split_command_heads_carry_their_own_chunk_length() -> Result {
-        let mut pair = Pair::new()?;
+        let pair = Pair::new()?;
         let payload = Pair::pattern(2 * MAX_ELEMENT_PAYLOAD + 1000, 42)?;
         let seq = pair.cmdq.post(pair.bar.bar(), &Echo(&payload))?;
         let view = pair.view();

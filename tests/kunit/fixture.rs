@@ -93,7 +93,7 @@ pub struct Pair {
     /// The virtual GSP.
     pub gsp: Vgsp<'static>,
     /// The driver's queue.
-    pub cmdq: Cmdq,
+    pub cmdq: Pin<KBox<Cmdq>>,
     /// BAR0.
     pub bar: TestBar,
 }
@@ -105,7 +105,7 @@ impl Pair {
     ///
     /// - `ENOMEM` if memory cannot be had.
     pub fn new() -> Result<Self> {
-        Self::with_cmdq(Cmdq::new(vdev::device()?)?)
+        Self::with_cmdq(KBox::pin_init(Cmdq::new(vdev::device()?), GFP_KERNEL)?)
     }
 
     /// Creates the pair on `mem`, an allocation the caller prepared (with a read observer,
@@ -116,11 +116,14 @@ impl Pair {
     /// - `EOVERFLOW` if `mem` is smaller than a [`GspMem`].
     /// - `ENOMEM` if memory cannot be had.
     pub fn new_in(mem: Coherent<GspMem>) -> Result<Self> {
-        Self::with_cmdq(Cmdq::new_in(mem)?)
+        Self::with_cmdq(KBox::pin_init(
+            Cmdq::new_in(vdev::device()?, mem),
+            GFP_KERNEL,
+        )?)
     }
 
     /// Pairs `cmdq` with a virtual GSP on its memory, and a BAR0.
-    fn with_cmdq(cmdq: Cmdq) -> Result<Self> {
+    fn with_cmdq(cmdq: Pin<KBox<Cmdq>>) -> Result<Self> {
         // SAFETY: `gsp` is dropped before `cmdq`: both live in the returned `Pair`, and
         // fields drop in declaration order.
         let gsp = Vgsp::new(unsafe { gsp_view(&cmdq) })?;

@@ -69,8 +69,8 @@ pub mod tests {
     };
 
     /// The driver's queues and boot arguments.
-    fn gsp() -> Result<Gsp> {
-        Gsp::new(vdev::device()?)
+    fn gsp() -> Result<Pin<KBox<Gsp>>> {
+        KBox::pin_init(Gsp::new(vdev::device()?), GFP_KERNEL)
     }
 
     /// Checks that locating from arguments changed by `change` is refused with `errno`

@@ -17,6 +17,7 @@ use kernel::{
     },
 };
 use nova_core::gsp::{
+    cmdq::Cmdq,
     regs::{
         BAR0_SIZE,
         NV_PGSP_QUEUE_HEAD, //
@@ -77,7 +78,7 @@ pub fn serve(gsp: &mut Vgsp<'_>, bar: &SimBar<BAR0_SIZE>, stop: &AtomicBool) -> 
 /// - `ENOMEM` if the shared memory or the BAR cannot be had.
 pub fn with_gsp_thread<R>(
     log_every: u64,
-    f: impl FnOnce(&mut Gsp, &SimBar0<'_>, &SimBar<BAR0_SIZE>) -> R,
+    f: impl FnOnce(&Gsp, &SimBar0<'_>, &SimBar<BAR0_SIZE>) -> R,
 ) -> Result<(R, Result<Stats>)> {
     with_gsp_thread_and(log_every, |_| Ok(()), f)
 }
@@ -91,7 +92,7 @@ pub fn with_gsp_thread<R>(
 pub fn with_gsp_thread_and<R>(
     log_every: u64,
     setup: impl FnOnce(&mut Vgsp<'static>) -> Result + Send,
-    f: impl FnOnce(&mut Gsp, &SimBar0<'_>, &SimBar<BAR0_SIZE>) -> R,
+    f: impl FnOnce(&Gsp, &SimBar0<'_>, &SimBar<BAR0_SIZE>) -> R,
 ) -> Result<(R, Result<Stats>)> {
     with_firmware(
         |fw, bar, stop| {
@@ -115,10 +116,10 @@ pub fn with_gsp_thread_and<R>(
 /// - `ENOMEM` if the shared memory or the BAR cannot be had.
 pub fn with_firmware<R, S: Send>(
     firmware: impl FnOnce(&mut Vgsp<'static>, &SimBar<BAR0_SIZE>, &AtomicBool) -> Result<S> + Send,
-    f: impl FnOnce(&mut Gsp, &SimBar0<'_>, &SimBar<BAR0_SIZE>) -> R,
+    f: impl FnOnce(&Gsp, &SimBar0<'_>, &SimBar<BAR0_SIZE>) -> R,
 ) -> Result<(R, Result<S>)> {
     let bar = SimBar::<BAR0_SIZE>::new(&[NV_PGSP_QUEUE_HEAD::OFFSET])?;
-    let mut gsp = Gsp::new(vdev::device()?)?;
+    let gsp = KBox::pin_init(Gsp::new(vdev::device()?), GFP_KERNEL)?;
     // SAFETY: The views are used only by the GSP thread, which `run_beside` joins before
     // `gsp` (which owns the memory) is dropped.
     let (view, args) = unsafe { (gsp_view(&gsp.cmdq), device_view(&gsp.args)) };
@@ -142,10 +143,75 @@ pub fn with_firmware<R, S: Send>(
             // unwinds), so a failed host assertion fails the test instead of leaving it
             // waiting for a GSP that never stops.
             let _stop = StopGsp(&stop, &bar);
-            f(&mut gsp, bar.io(), &bar)
+            f(&gsp, bar.io(), &bar)
         },
     );
     Ok((r, ran.and_then(|()| out.unwrap_or(Err(EINVAL)))))
+}
+
+/// Runs `f` with a freshly initialised queue, bare (no bring-up, no event handler), and a
+/// virtual GSP serving it on its own thread, set up by `setup` first (as
+/// [`with_gsp_thread_and`]). Returns what `f` returned and the GSP's counters, or its
+/// error.
+///
+/// `f` must not assert (see [`with_gsp_thread`]).
+///
+/// # Errors
+///
+/// - `ENOMEM` if the shared memory or the BAR cannot be had.
+pub fn with_queue_thread<R>(
+    setup: impl FnOnce(&mut Vgsp<'static>) -> Result + Send,
+    f: impl FnOnce(&Cmdq, &SimBar0<'_>) -> R,
+) -> Result<(R, Result<Stats>)> {
+    let bar = SimBar::<BAR0_SIZE>::new(&[NV_PGSP_QUEUE_HEAD::OFFSET])?;
+    let cmdq = KBox::pin_init(Cmdq::new(vdev::device()?), GFP_KERNEL)?;
+    // SAFETY: The view is used only by the GSP thread, which `run_beside` joins before
+    // `cmdq` (which owns the memory) is dropped.
+    let view = unsafe { gsp_view(&cmdq) };
+    let stop = AtomicBool::new(false);
+    let mut stats = None;
+    let (ran, r) = run_beside(
+        || {
+            let mut fw = Vgsp::new(view)?;
+            setup(&mut fw)?;
+            serve(&mut fw, &bar, &stop)?;
+            stats = Some(fw.stats);
+            Ok(())
+        },
+        || {
+            let _stop = StopGsp(&stop, &bar);
+            f(&cmdq, bar.io())
+        },
+    );
+    Ok((r, ran.and_then(|()| stats.ok_or(EINVAL))))
+}
+
+/// Runs `caller(0)` to `caller(count - 1)`, each on a thread of its own (the last on the
+/// calling thread), and returns once all have: callers sharing one queue.
+///
+/// `caller` must not assert (see [`with_gsp_thread`]); it reports through what it shares.
+///
+/// # Errors
+///
+/// The first error of creating a thread; the callers that had one still ran.
+pub fn run_callers(count: usize, caller: &(dyn Fn(usize) + Sync)) -> Result {
+    match count {
+        0 => Ok(()),
+        1 => {
+            caller(0);
+            Ok(())
+        }
+        _ => {
+            let (spawned, rest) = run_beside(
+                || {
+                    caller(count - 1);
+                    Ok(())
+                },
+                || run_callers(count - 1, caller),
+            );
+            spawned.and(rest)
+        }
+    }
 }
 
 /// Tells the GSP thread to stop when dropped.

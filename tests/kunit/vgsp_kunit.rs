@@ -24,6 +24,7 @@ pub mod gsp_e2e;
 pub mod gsp_events;
 pub mod gsp_init_args;
 pub mod gsp_sequencer;
+pub mod gsp_shared;
 pub mod gsp_waits;
 #[cfg(CONFIG_VGSP_IVSHMEM)]
 pub mod ivshmem_device;
@@ -53,6 +54,7 @@ pub static SUITES: &[&Suite] = &[
     &gsp_sequencer::tests::KUNIT_SUITE,
     &gsp_events::tests::KUNIT_SUITE,
     &gsp_init_args::tests::KUNIT_SUITE,
+    &gsp_shared::tests::KUNIT_SUITE,
     &mbarrier::tests::KUNIT_SUITE,
     &copy_engine::tests::KUNIT_SUITE,
 ];

@@ -280,6 +280,7 @@ const SCENARIOS: &[&str] = &[
     "scenario_one_command_and_reply",
     "scenario_unasked_event_crosses_command",
     "scenario_continuation_record_pair",
+    "scenario_two_callers_and_an_event",
 ];
 
 /// Runs the scenarios with `spec`, stopping at the first failure; returns `None` if

@@ -41,8 +41,10 @@ use crate::gsp::{
         PciFunction,
         SetRegistry, //
     },
+    events::EventHandler,
     fw::{
         GspArgumentsCached,
+        GspMem,
         MsgFunction, //
     },
     regs::{
@@ -66,49 +68,88 @@ pub const BOOT_REGISTRY: &[(&str, u32)] = &[
     ("RMDevidCheckIgnore", 1),
 ];
 
-/// The GSP as the driver sees it.
+/// The GSP's log: `UCODE_LIBOS_PRINT` and `OS_ERROR_LOG` events, printed as they come by
+/// whichever wait takes them off the ring. [`Gsp::new`] registers it; the queue counts the
+/// lines ([`Gsp::log_lines`]).
+struct GspLog;
+
+impl EventHandler for GspLog {
+    fn handle(&self, msg: &GspMessage) {
+        let text = core::str::from_utf8(&msg.payload).unwrap_or("<binary>");
+        pr_info!(
+            "gsp: <- {} seq={}: {}\n",
+            msg.function().map_or("UNKNOWN", MsgFunction::name),
+            msg.seq_num,
+            text.trim_end()
+        );
+    }
+}
+
+/// The one [`GspLog`]: it keeps no state, so every GSP's queue can use it.
+static GSP_LOG: GspLog = GspLog;
+
+/// The GSP as the driver sees it. Shared by reference by the driver's threads, as its
+/// [`Cmdq`] is.
+#[pin_data]
 pub struct Gsp {
     /// The command queue.
+    #[pin]
     pub cmdq: Cmdq,
     /// The boot arguments left for the GSP (r570's `GSP_ARGUMENTS_CACHED`): where its
     /// queues are. The firmware finds them there; so does the virtual GSP
     /// (`vgsp::Vgsp::locate`).
     pub args: Coherent<GspArgumentsCached>,
-    /// Lines of the GSP's log received so far.
-    pub log_lines: usize,
 }
 
 impl Gsp {
-    /// Allocates the shared memory, initialises the queues, and fills the boot arguments
-    /// that name them.
+    /// Allocates the shared memory, initialises the queues, fills the boot arguments that
+    /// name them, and registers the handler that prints the GSP's log.
     ///
     /// # Errors
     ///
     /// - `ENOMEM` if the memory cannot be had.
-    pub fn new(dev: &Device<Bound>) -> Result<Self> {
-        let cmdq = Cmdq::new(dev)?;
-        let mut args = CoherentBox::<GspArgumentsCached>::zeroed(dev, GFP_KERNEL)?;
-        *args = GspArgumentsCached::new(cmdq.gsp_mem().dma_address());
-        Ok(Self {
-            cmdq,
-            args: args.into(),
-            log_lines: 0,
+    pub fn new(dev: &Device<Bound>) -> impl PinInit<Self, Error> + '_ {
+        // Both allocations are made now; the initialiser places them.
+        let mem = CoherentBox::<GspMem>::zeroed(dev, GFP_KERNEL).map(Coherent::from);
+        let args = mem.as_ref().map_err(|e| *e).and_then(|mem| {
+            let mut args = CoherentBox::<GspArgumentsCached>::zeroed(dev, GFP_KERNEL)?;
+            *args = GspArgumentsCached::new(mem.dma_address());
+            Ok(Coherent::from(args))
+        });
+        try_pin_init!(Self {
+            cmdq <- Cmdq::new_in(dev, mem?),
+            args: args?,
+        }? Error)
+        .pin_chain(|gsp| {
+            for function in [MsgFunction::UcodeLibosPrint, MsgFunction::OsErrorLog] {
+                gsp.cmdq.on_event(function, &GSP_LOG)?;
+            }
+            Ok(())
         })
     }
 
-    /// Sends `command` and waits for its reply, printing the log events that arrive
-    /// meanwhile; the whole wait ends within [`Cmdq::RECEIVE_TIMEOUT`].
+    /// Returns the number of lines of the GSP's log received so far.
+    pub fn log_lines(&self) -> u64 {
+        [MsgFunction::UcodeLibosPrint, MsgFunction::OsErrorLog]
+            .into_iter()
+            .map(|f| self.cmdq.events_dispatched(f))
+            .sum()
+    }
+
+    /// Sends `command` and waits for its reply; the GSP's log lines that arrive meanwhile
+    /// are printed. The whole wait ends within [`Cmdq::RECEIVE_TIMEOUT`].
     ///
     /// # Errors
     ///
-    /// As [`Cmdq::post`] and [`Gsp::wait_for`].
-    pub fn send_command<M>(&mut self, bar: &impl Doorbell, command: M) -> Result<M::Reply>
+    /// As [`Cmdq::send_command`].
+    pub fn send_command<M>(&self, bar: &impl Doorbell, command: M) -> Result<M::Reply>
     where
         M: CommandToGsp,
         M::Reply: MessageFromGsp,
     {
-        self.post(bar, &command)?;
-        self.wait_for(Cmdq::RECEIVE_TIMEOUT)
+        let pending = self.cmdq.submit(bar, &command)?;
+        Self::log_sent(&command, pending.sequence());
+        pending.wait(Cmdq::RECEIVE_TIMEOUT)
     }
 
     /// Sends `command`, which the GSP does not answer.
@@ -116,16 +157,17 @@ impl Gsp {
     /// # Errors
     ///
     /// As [`Cmdq::post`].
-    pub fn send_command_no_wait<M>(&mut self, bar: &impl Doorbell, command: M) -> Result
+    pub fn send_command_no_wait<M>(&self, bar: &impl Doorbell, command: M) -> Result
     where
         M: CommandToGsp<Reply = NoReply>,
     {
-        self.post(bar, &command).map(|_| ())
+        let seq = self.cmdq.post(bar, &command)?;
+        Self::log_sent(&command, seq);
+        Ok(())
     }
 
-    /// Posts `command` and logs it.
-    fn post<M: CommandToGsp>(&mut self, bar: &impl Doorbell, command: &M) -> Result<u32> {
-        let seq = self.cmdq.post(bar, command)?;
+    /// Logs `command`, sent as RPC `seq`.
+    fn log_sent<M: CommandToGsp>(command: &M, seq: u32) {
         pr_info!(
             "gsp: -> {} ({}) sequence={} len={}\n",
             M::FUNCTION.name(),
@@ -133,34 +175,29 @@ impl Gsp {
             seq,
             command.size()
         );
-        Ok(seq)
     }
 
-    /// Receives messages until one that is not a log event arrives, and decodes it as `M`.
-    /// Log events that arrive meanwhile are printed; the whole wait ends within
-    /// `timeout`, however many of them arrive.
+    /// Receives messages no one awaits until one that is not an event without a handler
+    /// arrives, and decodes it as `M`; the GSP's log lines that arrive meanwhile are
+    /// printed. The whole wait ends within `timeout`, however many messages arrive.
     ///
     /// # Errors
     ///
     /// - `ETIMEDOUT` if no other message arrives within `timeout`.
     /// - Any other error of [`Cmdq::receive_msg`].
-    pub fn wait_for<M: MessageFromGsp>(&mut self, timeout: Delta) -> Result<M> {
+    pub fn wait_for<M: MessageFromGsp>(&self, timeout: Delta) -> Result<M> {
         let msg = self.next_message(&mut Budget::new(timeout))?;
         self.cmdq.read_msg(&msg)
     }
 
-    /// Receives messages within `budget` until one that is not a log event arrives, and
-    /// logs it. Log events that arrive meanwhile are printed.
+    /// Receives messages no one awaits within `budget` until one arrives that is not an
+    /// event the bring-up does not wait for, and logs it.
     ///
     /// # Errors
     ///
     /// As [`Gsp::wait_for`].
-    fn next_message(&mut self, budget: &mut Budget) -> Result<GspMessage> {
-        let log_lines = &mut self.log_lines;
+    fn next_message(&self, budget: &mut Budget) -> Result<GspMessage> {
         let msg = self.cmdq.receive_any_skipping(budget, |msg| {
-            if handle_event(log_lines, msg) {
-                return Skip::Handled;
-            }
             // The events the bring-up waits for are returned; any other is passed over
             // (and counted: its function has no handler, or it would not be here).
             let awaited = matches!(
@@ -195,7 +232,7 @@ impl Gsp {
     /// - Any error of [`Cmdq::read_msg`] (a message shorter than its header).
     /// - Any error of sending the answer.
     pub fn run_cpu_sequencer<B: Doorbell + Bar0Registers>(
-        &mut self,
+        &self,
         bar: &B,
         msg: &GspMessage,
     ) -> Result<sequencer::SeqOutcome> {
@@ -223,7 +260,7 @@ impl Gsp {
     /// - `ETIMEDOUT` if the GSP does not answer within [`BOOT_TIMEOUT`].
     /// - `EIO` if `GSP_INIT_DONE` reports a failure, or any receive error.
     pub fn boot<B: Doorbell + Bar0Registers>(
-        &mut self,
+        &self,
         bar: &B,
         pci: &PciFunction,
     ) -> Result<GspStaticConfigInfo> {
@@ -249,24 +286,5 @@ impl Gsp {
             info.usable_fb_regions().count()
         );
         Ok(info)
-    }
-}
-
-/// Handles `msg` if it is an unasked log event, counting it in `log_lines`; returns
-/// whether it was one.
-fn handle_event(log_lines: &mut usize, msg: &GspMessage) -> bool {
-    match msg.function() {
-        Ok(function @ (MsgFunction::UcodeLibosPrint | MsgFunction::OsErrorLog)) => {
-            *log_lines += 1;
-            let text = core::str::from_utf8(&msg.payload).unwrap_or("<binary>");
-            pr_info!(
-                "gsp: <- {} seq={}: {}\n",
-                function.name(),
-                msg.seq_num,
-                text.trim_end()
-            );
-            true
-        }
-        _ => false,
     }
 }

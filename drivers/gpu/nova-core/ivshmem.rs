@@ -257,7 +257,7 @@ pub struct IvshmemGsp<'a> {
     mailbox: &'a IvshmemMailbox<'a>,
     dev: &'a Device<Bound>,
     signal: Option<&'static dyn MsgqSignal>,
-    gsp: Option<(Gsp, PeerDoorbell<'a>)>,
+    gsp: Option<(Pin<KBox<Gsp>>, PeerDoorbell<'a>)>,
     generation: u32,
 }
 
@@ -348,7 +348,7 @@ impl<'a> IvshmemGsp<'a> {
     pub fn attach(&mut self, after: Option<u32>, timeout: Delta) -> Result<u32> {
         let attach = self.wait_for_gsp(after, timeout)?;
         let own_peer = self.regs.read(IVSHMEM_IV_POSITION).peer_id()?;
-        let mut gsp = Gsp::new(self.dev)?;
+        let gsp = KBox::pin_init(Gsp::new(self.dev), GFP_KERNEL)?;
         if let Some(signal) = self.signal {
             gsp.cmdq.set_signal(signal);
         }
@@ -395,8 +395,8 @@ impl<'a> IvshmemGsp<'a> {
     /// # Errors
     ///
     /// - `ENODEV` if no GSP is attached.
-    pub fn gsp(&mut self) -> Result<(&mut Gsp, PeerDoorbell<'a>)> {
-        let (gsp, doorbell) = self.gsp.as_mut().ok_or(ENODEV)?;
+    pub fn gsp(&self) -> Result<(&Gsp, PeerDoorbell<'a>)> {
+        let (gsp, doorbell) = self.gsp.as_ref().ok_or(ENODEV)?;
         Ok((gsp, *doorbell))
     }
 }

@@ -294,7 +294,11 @@ impl Vgsp<'_> {
                     self.copy = Some(job);
                 }
                 Err(Refusal::Fault(bus)) => {
+                    // As RM does for an MMU fault: the fault for the fault handler, and a
+                    // line of its error log (an Xid 31) for the system log.
                     self.post_event(MsgFunction::MmuFaultQueued, MmuFault { bus }.as_bytes())?;
+                    let text = LogLine::mmu_fault(bus);
+                    self.post_event(MsgFunction::OsErrorLog, text.as_bytes())?;
                     return self.reject(function, sequence);
                 }
                 Err(Refusal::Invalid) => return self.reject(function, sequence),

@@ -47,9 +47,10 @@ impl Vgsp<'_> {
     }
 
     /// Queues the unasked event `function` with `payload`. The GSP sends its own at the
-    /// points the firmware would (`MMU_FAULT_QUEUED` when a copy's address does not
-    /// translate, `RC_TRIGGERED` when a copy is abandoned, `POST_EVENT` when one
-    /// finishes); a bench may add more.
+    /// points the firmware would (`MMU_FAULT_QUEUED` and an `OS_ERROR_LOG` line when a
+    /// copy's address does not translate, `RC_TRIGGERED` when a copy is abandoned,
+    /// `POST_EVENT` when one finishes, `UCODE_LIBOS_PRINT` lines at bring-up and every so
+    /// many commands); a bench may add more.
     ///
     /// # Errors
     ///
@@ -106,6 +107,10 @@ impl Vgsp<'_> {
         rpc_result: u32,
         payload: KVec<u8>,
     ) -> Result {
+        let sequence = match self.sequence_in_replies {
+            true => sequence,
+            false => 0,
+        };
         self.outbox.push(
             Outgoing {
                 function,
@@ -182,12 +187,27 @@ pub(crate) struct LogLine {
 }
 
 impl LogLine {
+    /// The periodic line: `n` commands handled.
     pub(crate) fn commands(n: u64) -> Self {
         let mut line = Self {
             buf: [0; 64],
             len: 0,
         };
         let _ = core::fmt::write(&mut line, format_args!("vgsp: {n} commands handled"));
+        line
+    }
+
+    /// The error log's line for a copy-engine DMA to `bus` that did not translate: an
+    /// Xid 31 (MMU fault), in the words the virtual GPU can say.
+    pub(crate) fn mmu_fault(bus: u64) -> Self {
+        let mut line = Self {
+            buf: [0; 64],
+            len: 0,
+        };
+        let _ = core::fmt::write(
+            &mut line,
+            format_args!("NVRM: Xid 31: MMU fault at {bus:#x} (copy engine)"),
+        );
         line
     }
 

@@ -212,6 +212,8 @@ pub struct Vgsp<'a> {
     system_info: Option<GspSetSystemInfo>,
     registry_entries: Option<u32>,
     log_every: u64,
+    /// Whether replies carry their command's `rpc.sequence` (else 0).
+    sequence_in_replies: bool,
     windows: KVec<DmaWindow<'a>>,
     copy: Option<CopyJob<'a>>,
     /// The CPU sequence to ask for at bring-up: its header and command words.
@@ -246,6 +248,7 @@ impl<'a> Vgsp<'a> {
             system_info: None,
             registry_entries: None,
             log_every: 0,
+            sequence_in_replies: true,
             windows: KVec::new(),
             copy: None,
             cpu_sequence: None,
@@ -329,6 +332,14 @@ impl<'a> Vgsp<'a> {
     /// (0: never).
     pub fn set_log_every(&mut self, n: u64) {
         self.log_every = n;
+    }
+
+    /// Makes the GSP put `rpc.sequence` 0 in its replies instead of their command's (with
+    /// `false`), as a firmware that does not copy it would: the driver must then match
+    /// replies by order (`nova_core::gsp::cmdq::ReplyMatch::InOrder`). It answers in
+    /// order either way.
+    pub fn set_sequence_in_replies(&mut self, on: bool) {
+        self.sequence_in_replies = on;
     }
 
     /// Makes the GSP ask the driver, at bring-up (once the registry has come, before

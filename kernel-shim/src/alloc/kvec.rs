@@ -33,6 +33,23 @@ use super::{
     Flags, //
 };
 
+/// The error of [`Vec::remove`]: the index is out of bounds. It converts to `EINVAL`, as
+/// 7.3's (`kvec::errors::RemoveError`).
+pub struct RemoveError;
+
+impl fmt::Debug for RemoveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Index out of bounds")
+    }
+}
+
+impl From<RemoveError> for crate::error::Error {
+    #[inline]
+    fn from(_: RemoveError) -> Self {
+        crate::error::code::EINVAL
+    }
+}
+
 /// A contiguous growable array of `T` whose memory the type says comes from `A`.
 ///
 /// As in Linux 7.3, every method that may allocate takes [`Flags`] and returns
@@ -161,6 +178,61 @@ impl<T, A: Allocator> Vec<T, A> {
     #[inline]
     pub fn clear(&mut self) {
         self.buf.clear();
+    }
+
+    /// Removes the last element and returns it, or `None` if there is none.
+    ///
+    /// ```
+    /// use kernel::prelude::*;
+    ///
+    /// let mut v = KVec::new();
+    /// v.push(1, GFP_KERNEL)?;
+    /// assert_eq!(v.pop(), Some(1));
+    /// assert_eq!(v.pop(), None);
+    /// # Ok::<(), Error>(())
+    /// ```
+    #[inline]
+    pub fn pop(&mut self) -> Option<T> {
+        self.buf.pop()
+    }
+
+    /// Removes the element at index `i` and returns it, moving the ones after it down.
+    ///
+    /// # Errors
+    ///
+    /// - [`RemoveError`] (`EINVAL` as an [`Error`](crate::error::Error)) if `i` is not
+    ///   below the length.
+    ///
+    /// ```
+    /// use kernel::prelude::*;
+    ///
+    /// let mut v = KVec::new();
+    /// v.extend_from_slice(&[1, 2, 3], GFP_KERNEL)?;
+    /// assert_eq!(v.remove(1)?, 2);
+    /// assert_eq!(v, [1, 3]);
+    /// assert!(v.remove(2).is_err());
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn remove(&mut self, i: usize) -> Result<T, RemoveError> {
+        if i >= self.buf.len() {
+            return Err(RemoveError);
+        }
+        Ok(self.buf.remove(i))
+    }
+
+    /// Keeps only the elements for which `f` returns `true`, in their order.
+    ///
+    /// ```
+    /// use kernel::prelude::*;
+    ///
+    /// let mut v = KVec::new();
+    /// v.extend_from_slice(&[1, 2, 3, 4], GFP_KERNEL)?;
+    /// v.retain(|i| *i % 2 == 0);
+    /// assert_eq!(v, [2, 4]);
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn retain(&mut self, f: impl FnMut(&mut T) -> bool) {
+        self.buf.retain_mut(f);
     }
 
     /// Returns the elements as a slice.

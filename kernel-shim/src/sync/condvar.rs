@@ -73,11 +73,12 @@ pub use new_condvar;
 ///
 /// # Time and signals
 ///
-/// A timeout is in jiffies (7.3's `time::Jiffies`, a `c_ulong`: `usize`, which is what
-/// this crate takes, having no `time::Jiffies` yet). A jiffy here is 1 ms (`HZ` = 1000),
-/// on the host's clock, the model's virtual clock, or the freestanding environment's. There
-/// are no signals: the interruptible waits are never interrupted, and no result is
-/// [`CondVarTimeoutResult::Signal`].
+/// A timeout is in jiffies ([`crate::time::Jiffies`], 7.3's `c_ulong`: `usize`). A jiffy
+/// here is 1 ms (`HZ` = 1000), on the host's clock or the freestanding environment's.
+/// Under the model a timed wait is not timed: it ends only when notified, so that a
+/// wake-up the code forgets is a deadlock loom reports rather than a timeout that hides
+/// it. There are no signals: the interruptible waits are never interrupted, and no result
+/// is [`CondVarTimeoutResult::Signal`].
 ///
 /// # Examples
 ///
@@ -250,7 +251,7 @@ impl CondVar {
     pub fn wait_interruptible_timeout<T: ?Sized, B: Backend>(
         &self,
         guard: &mut Guard<'_, T, B>,
-        jiffies: usize,
+        jiffies: crate::time::Jiffies,
     ) -> CondVarTimeoutResult {
         let timeout = c_long::try_from(jiffies).unwrap_or(MAX_SCHEDULE_TIMEOUT);
         match self.wait_internal(guard, timeout) {
@@ -386,18 +387,23 @@ mod imp {
             queue
         }
 
-        /// Under the model: loom's condition variable cannot time out, so a timed wait polls,
-        /// sleeping a jiffy of the virtual clock at a time (which lets the other loom threads
-        /// run), as the polling loops of the driver do.
+        /// Under the model: a timed wait sleeps on loom's condition variable as an untimed
+        /// one does, its timeout not modelled (loom's cannot time out, and the model's clock
+        /// moves only in `fsleep`). So code that would wait for a notification nobody sends
+        /// (a lost wake-up) deadlocks, which loom reports, where a timeout would hide it.
         #[cfg(loom)]
         fn sleep_until<'a>(
             &'a self,
-            queue: MutexGuard<'a, Queue>,
-            ns: u64,
+            mut queue: MutexGuard<'a, Queue>,
+            _ns: u64,
         ) -> MutexGuard<'a, Queue> {
-            drop(queue);
-            crate::env::fsleep_ns(ns.min(super::JIFFY_NS));
-            self.queue()
+            queue.sleepers += 1;
+            let mut queue = self
+                .woken
+                .wait(queue)
+                .unwrap_or_else(PoisonError::into_inner);
+            queue.sleepers -= 1;
+            queue
         }
 
         pub(super) fn notify(&self, all: bool) {
@@ -640,7 +646,9 @@ mod loom_tests {
     }
 
     #[test]
-    fn timed_wait_ends_notified_or_timed_out() {
+    fn timed_wait_ends_only_when_notified() {
+        // The model does not time a wait out: a waiter that checked before the
+        // notification is woken by it, whatever the timeout.
         loom::model(|| {
             let s = shared();
             let notifier = {
@@ -654,7 +662,7 @@ mod loom_tests {
             if *value == 0 {
                 match s.changed.wait_interruptible_timeout(&mut value, 2) {
                     CondVarTimeoutResult::Woken { .. } => assert_eq!(*value, 1),
-                    CondVarTimeoutResult::Timeout => {}
+                    CondVarTimeoutResult::Timeout => panic!("the model times no wait out"),
                     CondVarTimeoutResult::Signal { .. } => panic!("no signals here"),
                 }
             }

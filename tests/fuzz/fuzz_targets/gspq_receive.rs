@@ -9,6 +9,7 @@
 
 use kernel::{
     host,
+    prelude::*,
     time::Delta, //
 };
 use libfuzzer_sys::fuzz_target;
@@ -29,15 +30,18 @@ use nova_core::gsp::{
 thread_local! {
     /// One queue for every run (allocating 0x81000 bytes a run would dominate), and how
     /// many ring bytes from which offset the last run wrote.
-    static QUEUE: std::cell::RefCell<(Cmdq, usize, usize)> =
-        std::cell::RefCell::new((Cmdq::new(host::device()).unwrap(), 0, 0));
+    static QUEUE: std::cell::RefCell<(Pin<KBox<Cmdq>>, usize, usize)> = std::cell::RefCell::new((
+        KBox::pin_init(Cmdq::new(host::device()), GFP_KERNEL).unwrap(),
+        0,
+        0,
+    ));
 }
 
 fuzz_target!(|data: &[u8]| {
     QUEUE.with_borrow_mut(|(cmdq, start, len)| run(cmdq, start, len, data));
 });
 
-fn run(cmdq: &mut Cmdq, last_start: &mut usize, last_len: &mut usize, data: &[u8]) {
+fn run(cmdq: &Cmdq, last_start: &mut usize, last_len: &mut usize, data: &[u8]) {
     let [rptr, w0, w1, w2, w3, ring @ ..] = data else {
         return;
     };

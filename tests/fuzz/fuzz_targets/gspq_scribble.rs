@@ -22,6 +22,7 @@ use std::sync::{
 use kernel::{
     dma::DmaView,
     host,
+    prelude::*,
     time::Delta, //
 };
 use libfuzzer_sys::fuzz_target;
@@ -89,15 +90,15 @@ fn scribbler() -> &'static Arc<Scribbler> {
 
 thread_local! {
     /// One queue for every run; its `gspq` is zeroed and its reading restarted before each.
-    static QUEUE: std::cell::RefCell<Cmdq> =
-        std::cell::RefCell::new(Cmdq::new(host::device()).unwrap());
+    static QUEUE: Pin<KBox<Cmdq>> =
+        KBox::pin_init(Cmdq::new(host::device()), GFP_KERNEL).unwrap();
 }
 
 fuzz_target!(|data: &[u8]| {
-    QUEUE.with_borrow_mut(|cmdq| run(cmdq, data));
+    QUEUE.with(|cmdq| run(cmdq, data));
 });
 
-fn run(cmdq: &mut Cmdq, data: &[u8]) {
+fn run(cmdq: &Cmdq, data: &[u8]) {
     let [lines, edits @ ..] = data else {
         return;
     };

@@ -152,7 +152,7 @@ fn write_fuzz_seeds() {
     // the bring-up commands.
     let dir = root.join("cpuq_parse");
     std::fs::create_dir_all(&dir).unwrap();
-    let mut pair = Pair::new().unwrap();
+    let pair = Pair::new().unwrap();
     pair.cmdq.post(pair.bar.bar(), &Echo(b"fuzz me")).unwrap();
     let info = nova_core::gsp::commands::GspSetSystemInfo::new(&vgsp::PCI_FUNCTION);
     pair.cmdq.post(pair.bar.bar(), &info).unwrap();

@@ -15,9 +15,20 @@
 //! - a barrier between them orders them: `Full` orders every pair, `Read` orders
 //!   load→load, `Write` orders store→store (Documentation/memory-barriers.txt; arm64's
 //!   `dmb oshld` also orders load→store, but the contract does not promise it);
+//! - `a` is a lock taken (an acquire of the lock's word), or `b` a lock released (a
+//!   release of it): the driver's locks, which its threads hand each other what they
+//!   learnt of the rings;
 //! - nothing else: no address, data or control dependency is honoured, and there is
-//!   no acquire/release annotation on accesses (the code's accessors are relaxed
+//!   no acquire/release annotation on ring accesses (the code's accessors are relaxed
 //!   accesses next to explicit barriers).
+//!
+//! An agent is a thread: the driver may have several, sharing one queue. A lock's word has
+//! no location for ppo, so an unlock followed by a lock on one thread orders nothing by
+//! itself (Linux's memory model would order some pairs across it; this model credits
+//! none); the acquire and release edges order accesses only along a chain through another
+//! thread that took the lock (its `rfe`). That is how the threads' locks order what one
+//! thread learnt (a pointer it loaded) before what the next thread does with it, and
+//! nothing more.
 //!
 //! An execution is *allowed* iff `ppo ∪ rfe ∪ co ∪ fr` is acyclic, where rfe is rf
 //! between different agents (a store may be seen early by its own agent, as through a
@@ -42,6 +53,11 @@
 //! - Data loads are varied one at a time: an execution that needs two data loads to
 //!   change at once to be allowed, while neither alone is, is not searched for.
 //! - MMIO (the doorbell) is outside the model: the GSP does not rely on it for ordering.
+//! - The driver's locks are CPU-to-CPU synchronisation, as Linux's memory model has them:
+//!   a release orders every earlier access of its thread before it, an acquire every later
+//!   one after it, and what a thread observed before its release reaches the next holder
+//!   (the GSP's pointer store it loaded, say) for every observer, the GSP included. A
+//!   lock is never taken to order one thread's accesses towards the GSP (see above).
 //! - The kernel's own herd7 model does not cover DMA; this one is this project's.
 
 use std::{
@@ -88,6 +104,21 @@ pub enum Op {
     },
     /// A barrier.
     Fence(Flavour),
+    /// A lock taken: a load of the lock's word `loc` with acquire semantics, which returned
+    /// `value`.
+    Acquire {
+        /// The lock's word.
+        loc: u64,
+        /// The value returned.
+        value: u64,
+    },
+    /// A lock released: a store of `value` to the lock's word `loc` with release semantics.
+    Release {
+        /// The lock's word.
+        loc: u64,
+        /// The value stored.
+        value: u64,
+    },
 }
 
 /// One event.
@@ -107,17 +138,31 @@ pub struct Event {
 impl Event {
     fn loc(&self) -> Option<u64> {
         match self.op {
-            Op::Load { loc, .. } | Op::Store { loc, .. } => Some(loc),
+            Op::Load { loc, .. }
+            | Op::Store { loc, .. }
+            | Op::Acquire { loc, .. }
+            | Op::Release { loc, .. } => Some(loc),
             Op::Fence(_) => None,
         }
     }
 
     fn is_load(&self) -> bool {
-        matches!(self.op, Op::Load { .. })
+        matches!(self.op, Op::Load { .. } | Op::Acquire { .. })
     }
 
     fn is_store(&self) -> bool {
-        matches!(self.op, Op::Store { .. })
+        matches!(self.op, Op::Store { .. } | Op::Release { .. })
+    }
+
+    /// The value a load returned or a store wrote.
+    fn value(&self) -> Option<u64> {
+        match self.op {
+            Op::Load { value, .. }
+            | Op::Store { value, .. }
+            | Op::Acquire { value, .. }
+            | Op::Release { value, .. } => Some(value),
+            Op::Fence(_) => None,
+        }
     }
 }
 
@@ -150,11 +195,18 @@ enum Src {
 }
 
 /// An event as preserved program order sees it: a `Full` barrier orders every pair, a
-/// `Read` one loads before loads, a `Write` one stores before stores.
+/// `Read` one loads before loads, a `Write` one stores before stores; a lock taken is
+/// ordered before every later access, and every earlier access before a lock released.
+///
+/// A lock's word has no location for preserved program order: two accesses of one
+/// agent on either side of an unlock and a lock are not ordered by the lock alone (a
+/// CPU's lock orders nothing towards the device; see the module documentation).
 fn item(e: &Event) -> Item {
     match e.op {
         Op::Load { loc, .. } => Item::Access(Access::plain(true, false, Some(loc))),
         Op::Store { loc, .. } => Item::Access(Access::plain(false, true, Some(loc))),
+        Op::Acquire { .. } => Item::Acquire(Access::plain(true, false, None)),
+        Op::Release { .. } => Item::Release(Access::plain(false, true, None)),
         Op::Fence(f) => {
             let side = match f {
                 Flavour::Full => Select::All,
@@ -214,12 +266,11 @@ impl<'a> Graph<'a> {
     /// that value before the load in the trace, else any store with that value (a litmus
     /// test lists its threads one after the other), else the initial value.
     fn recorded_src(&self, load: usize) -> Src {
-        let Op::Load { loc, value } = self.events[load].op else {
+        let (Some(loc), Some(value)) = (self.events[load].loc(), self.events[load].value()) else {
             return Src::Init;
         };
         let stores = self.co.get(&loc).map(Vec::as_slice).unwrap_or(&[]);
-        let same =
-            |s: &&usize| matches!(self.events[**s].op, Op::Store { value: v, .. } if v == value);
+        let same = |s: &&usize| self.events[**s].value() == Some(value);
         stores
             .iter()
             .rev()

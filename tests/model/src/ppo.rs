@@ -17,9 +17,16 @@
 //! forward in program order, so the graph is a DAG in index order and the questions below
 //! take one pass each.
 //!
+//! An acquire ([`Item::Acquire`]) is ordered before every later access of its agent, and
+//! every earlier access before a release ([`Item::Release`]): the edges from the latest
+//! acquire to each access, and from each access to the next release, with the releases
+//! chained, keep that linear too. They order nothing else: two accesses of one agent on
+//! either side of a release and an acquire are ordered only through another agent that
+//! reads the release (a lock handed over), never by the pair alone.
+//!
 //! The kinds of ordering are the caller's: [`crate::contract`] asks for Linux's DMA
-//! barriers, [`crate::compiled`] for what arm64's instructions order, under either
-//! verdict.
+//! barriers and the driver's locks, [`crate::compiled`] for what arm64's instructions
+//! order, under either verdict.
 
 use std::{collections::HashMap, vec::Vec};
 
@@ -77,6 +84,12 @@ impl Access {
 pub enum Item {
     /// A memory access.
     Access(Access),
+    /// An access with acquire semantics (a lock taken): ordered before every later access
+    /// of the agent.
+    Acquire(Access),
+    /// An access with release semantics (a lock released): every earlier access of the
+    /// agent is ordered before it.
+    Release(Access),
     /// An ordering point: orders the earlier accesses `before` selects before the later
     /// ones `after` selects.
     Order {
@@ -112,9 +125,36 @@ impl Graph {
         };
         let mut chains: HashMap<(Select, Select), Chain> = HashMap::new();
         let mut last_at: HashMap<u64, usize> = HashMap::new();
+        // The latest acquire, ordered before every later access; the accesses since the
+        // latest release, ordered before the next one (which the latest is, too).
+        let mut acquired: Option<usize> = None;
+        let mut released: (Option<usize>, Vec<usize>) = (None, Vec::new());
         for (i, item) in items.iter().enumerate() {
+            let access = match *item {
+                Item::Access(a) | Item::Acquire(a) | Item::Release(a) => Some(a),
+                _ => None,
+            };
+            if access.is_some() {
+                if let Some(a) = acquired {
+                    edge(a, i, &mut succ);
+                }
+                if let Item::Release(_) = item {
+                    for p in released.1.drain(..) {
+                        edge(p, i, &mut succ);
+                    }
+                    if let Some(r) = released.0 {
+                        edge(r, i, &mut succ);
+                    }
+                    released.0 = Some(i);
+                } else {
+                    released.1.push(i);
+                }
+                if let Item::Acquire(_) = item {
+                    acquired = Some(i);
+                }
+            }
             match *item {
-                Item::Access(a) => {
+                Item::Access(a) | Item::Acquire(a) | Item::Release(a) => {
                     for (&(before, after), chain) in chains.iter_mut() {
                         if before.matches(&a) {
                             chain.pending.push(i);
@@ -135,7 +175,13 @@ impl Graph {
                     let chain = chains.entry((before, after)).or_insert_with(|| Chain {
                         last: None,
                         pending: (0..i)
-                            .filter(|&j| matches!(items[j], Item::Access(a) if before.matches(&a)))
+                            .filter(|&j| {
+                                matches!(
+                                    items[j],
+                                    Item::Access(a) | Item::Acquire(a) | Item::Release(a)
+                                        if before.matches(&a)
+                                )
+                            })
                             .collect(),
                     });
                     for p in chain.pending.drain(..) {

@@ -21,6 +21,10 @@ use std::{
     },
     string::String,
     sync::{
+        atomic::{
+            AtomicUsize,
+            Ordering::SeqCst, //
+        },
         Arc,
         Mutex, //
     },
@@ -33,6 +37,7 @@ use kernel::{
         Device, //
     },
     dma::DmaView,
+    init::InPlaceInit,
     io::register::Register,
     model::{
         self,
@@ -41,14 +46,22 @@ use kernel::{
         Loc,
         ModelBar, //
     },
+    prelude::{
+        KBox,
+        GFP_KERNEL, //
+    },
     time::Delta,
 };
 use nova_core::gsp::{
-    cmdq::Cmdq,
+    cmdq::{
+        Cmdq,
+        GspMessage, //
+    },
     commands::{
         Echo,
         EchoHeader, //
     },
+    events::EventHandler,
     fw::{
         MsgFunction,
         CPUQ_OFFSET,
@@ -102,6 +115,18 @@ const LOG_BACKLOG: [usize; 61] = {
     b
 };
 
+/// Counts the log lines handed to it: the handler of a scenario with two callers.
+struct LineCount(AtomicUsize);
+
+impl EventHandler for LineCount {
+    fn handle(&self, _: &GspMessage) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// The handler of the scenario with two callers; reset in each execution.
+static LINES: LineCount = LineCount(AtomicUsize::new(0));
+
 /// One scenario.
 #[derive(Clone, Copy, Debug)]
 pub struct Scenario {
@@ -124,6 +149,11 @@ pub struct Scenario {
     /// The GSP stops after this many commands of the concurrent part (all if `None`);
     /// the driver then expects only that many replies.
     pub gsp_budget: Option<u64>,
+    /// Echo payload lengths a second caller sends on a thread of its own, each with
+    /// [`Cmdq::send_command`], while the main thread sends `commands` the same way; the
+    /// unasked `early_events` then go to a handler. Empty: the main thread alone sends,
+    /// with [`Cmdq::post`], and receives every message itself.
+    pub second_caller: &'static [usize],
     /// Loom's preemption bound.
     pub preemptions: usize,
 }
@@ -139,6 +169,7 @@ const BASE: Scenario = Scenario {
     gsp_backlog: &[],
     backlog: &[],
     gsp_budget: None,
+    second_caller: &[],
     preemptions: 2,
 };
 
@@ -194,6 +225,22 @@ pub const SCENARIOS: &[Scenario] = &[
         commands: &[CONTINUATION_PAIR],
         ..BASE
     },
+    Scenario {
+        // Two callers share the queue, each with a command in flight, while the GSP sends
+        // a log line unasked: whichever caller receives hands the other its reply and the
+        // line to its handler, and wakes the other, which may be asleep on the queue.
+        // What one caller learnt of the GSP's pointers the other uses, handed over under
+        // the queue's locks (the contract checker's litmus tests show that the hand-over
+        // orders a pointer load before the next holder's slot accesses, and that a lock
+        // orders nothing towards the GSP within one thread); the rings do not wrap here,
+        // which would make the exploration ten times longer.
+        name: "two_callers_and_an_event",
+        commands: &[8],
+        second_caller: &[16],
+        early_events: &[16],
+        preemptions: 1,
+        ..BASE
+    },
 ];
 
 /// What a scenario run found.
@@ -225,7 +272,7 @@ unsafe fn gsp_view(cmdq: &Cmdq) -> DmaView<'static> {
 
 /// Receives messages until the reply to `seq`, checking it against `expected`; returns
 /// the number of events seen on the way.
-fn receive_reply(cmdq: &mut Cmdq, seq: u32, expected: &[u8]) -> usize {
+fn receive_reply(cmdq: &Cmdq, seq: u32, expected: &[u8]) -> usize {
     let mut events = 0;
     loop {
         let msg = cmdq
@@ -245,8 +292,9 @@ fn receive_reply(cmdq: &mut Cmdq, seq: u32, expected: &[u8]) -> usize {
 /// Converts the model's trace for the contract checker.
 fn contract_events(trace: &[model::Event]) -> Vec<contract::Event> {
     let loc_id = |loc: Loc| match loc {
-        Loc::Word(off) => (off as u64) << 1,
-        Loc::Page(p) => ((p as u64) << 1) | 1,
+        Loc::Word(off) => (off as u64) << 2,
+        Loc::Page(p) => ((p as u64) << 2) | 1,
+        Loc::Lock(l) => ((l as u64) << 2) | 2,
     };
     trace
         .iter()
@@ -254,6 +302,7 @@ fn contract_events(trace: &[model::Event]) -> Vec<contract::Event> {
             agent: match e.agent {
                 Agent::Driver => 0,
                 Agent::Gsp => 1,
+                Agent::Caller(n) => 1 + n,
             },
             op: match e.kind {
                 Kind::Load { loc, value } => contract::Op::Load {
@@ -269,6 +318,14 @@ fn contract_events(trace: &[model::Event]) -> Vec<contract::Event> {
                     model::Flavour::Read => contract::Flavour::Read,
                     model::Flavour::Write => contract::Flavour::Write,
                 }),
+                Kind::Acquire { loc, value } => contract::Op::Acquire {
+                    loc: loc_id(loc),
+                    value,
+                },
+                Kind::Release { loc, value } => contract::Op::Release {
+                    loc: loc_id(loc),
+                    value,
+                },
             },
             data: matches!(
                 e.kind,
@@ -431,7 +488,7 @@ fn explore(sc: &Scenario, violation: &Arc<Mutex<Option<contract::Violation>>>) -
             model::reset();
             *executions.lock().unwrap() += 1;
             let bar = Arc::new(ModelBar::<BAR0_SIZE>::new(&[NV_PGSP_QUEUE_HEAD::OFFSET]));
-            let mut cmdq = Cmdq::new(&DEVICE).expect("queue");
+            let cmdq = Arc::new(KBox::pin_init(Cmdq::new(&DEVICE), GFP_KERNEL).expect("queue"));
             // SAFETY: The four ring pointers are aligned words inside `GspMem`.
             unsafe {
                 model::prepare_words(
@@ -454,7 +511,7 @@ fn explore(sc: &Scenario, violation: &Arc<Mutex<Option<contract::Violation>>>) -
                 model::set_agent(Agent::Gsp);
                 gsp.run_until_idle().expect("warm-up gsp");
                 model::set_agent(Agent::Driver);
-                receive_reply(&mut cmdq, seq, &p);
+                receive_reply(&cmdq, seq, &p);
             }
             model::set_agent(Agent::Gsp);
             for &len in sc.gsp_backlog {
@@ -470,8 +527,15 @@ fn explore(sc: &Scenario, violation: &Arc<Mutex<Option<contract::Violation>>>) -
             }
             let warm = gsp.stats.commands;
             let expected = warm
-                + sc.gsp_budget
-                    .unwrap_or((sc.backlog.len() + sc.commands.len()) as u64);
+                + sc.gsp_budget.unwrap_or(
+                    (sc.backlog.len() + sc.commands.len() + sc.second_caller.len()) as u64,
+                );
+            let shared = !sc.second_caller.is_empty();
+            if shared {
+                LINES.0.store(0, SeqCst);
+                cmdq.on_event(MsgFunction::UcodeLibosPrint, &LINES)
+                    .expect("handler");
+            }
 
             let gsp_bar = bar.clone();
             let gsp_thread = loom::thread::spawn(move || {
@@ -504,19 +568,37 @@ fn explore(sc: &Scenario, violation: &Arc<Mutex<Option<contract::Violation>>>) -
                 .map(|(i, &len)| payload(len, 100 + i))
                 .collect();
             let mut events = 0;
-            if sc.pipelined {
+            if shared {
+                let other = {
+                    let cmdq = cmdq.clone();
+                    let bar = bar.clone();
+                    loom::thread::spawn(move || {
+                        model::set_agent(Agent::Caller(1));
+                        for (i, &len) in sc.second_caller.iter().enumerate() {
+                            let p = payload(len, 200 + i);
+                            let reply = cmdq.send_command(bar.io(), Echo(&p)).expect("send");
+                            assert!(reply.0[..] == p[..], "a reply reached the wrong caller");
+                        }
+                    })
+                };
+                for p in &payloads {
+                    let reply = cmdq.send_command(bar.io(), Echo(p)).expect("send");
+                    assert!(reply.0[..] == p[..], "a reply reached the wrong caller");
+                }
+                other.join().expect("second caller");
+            } else if sc.pipelined {
                 let sent: Vec<(u32, Vec<u8>)> = payloads
                     .iter()
                     .map(|p| (cmdq.post(bar.io(), &Echo(p)).expect("send"), p.clone()))
                     .collect();
                 let answered = (expected - warm) as usize;
                 for (seq, p) in backlog.iter().chain(&sent).take(answered) {
-                    events += receive_reply(&mut cmdq, *seq, p);
+                    events += receive_reply(&cmdq, *seq, p);
                 }
             } else {
                 for p in &payloads {
                     let seq = cmdq.post(bar.io(), &Echo(p)).expect("send");
-                    events += receive_reply(&mut cmdq, seq, p);
+                    events += receive_reply(&cmdq, seq, p);
                 }
             }
             if !sc.gsp_backlog.is_empty() {
@@ -527,7 +609,10 @@ fn explore(sc: &Scenario, violation: &Arc<Mutex<Option<contract::Violation>>>) -
                 }
             }
             let stats = gsp_thread.join().expect("gsp thread");
-            if sc.gsp_backlog.is_empty() && !sc.early_events.is_empty() {
+            if shared {
+                // Every line reached the handler once: none lost, none seen twice.
+                assert_eq!(LINES.0.load(SeqCst) as u64, stats.events, "events handled");
+            } else if sc.gsp_backlog.is_empty() && !sc.early_events.is_empty() {
                 // The last log line may trail the last reply.
                 let want = stats.events as usize;
                 while events < want {

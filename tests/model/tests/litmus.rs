@@ -168,3 +168,114 @@ fn violation_search_finds_slot_reuse_without_full_barrier() {
         .unwrap()
         .is_some());
 }
+
+fn acquire(agent: u8, lock: u64, releases: u64) -> Event {
+    Event {
+        agent,
+        op: Op::Acquire {
+            loc: lock,
+            value: releases,
+        },
+        data: false,
+        what: format!("P{agent} lock {lock} after {releases} releases"),
+    }
+}
+
+fn release(agent: u8, lock: u64, releases: u64) -> Event {
+    Event {
+        agent,
+        op: Op::Release {
+            loc: lock,
+            value: releases,
+        },
+        data: false,
+        what: format!("P{agent} unlock {lock}, release {releases}"),
+    }
+}
+
+const L: u64 = 2;
+
+/// Slot reuse across a lock hand-over: the GSP (P2) reads slot x (data) and frees it by
+/// storing y; driver thread P0 reads y == 1 and releases the lock; thread P1 takes the
+/// lock (`taken`: after `taken` releases) and reuses x on what P0 learnt, without loading
+/// y itself.
+fn reuse_across_lock(taken: u64) -> Vec<Event> {
+    let mut read = ld(2, X, 0);
+    read.data = true;
+    vec![
+        read,
+        mb(2, Flavour::Full),
+        st(2, Y, 1),
+        ld(0, Y, 1),
+        release(0, L, 1),
+        acquire(1, L, taken),
+        st(1, X, 1),
+    ]
+}
+
+#[test]
+fn a_lock_hands_over_what_its_holder_saw() {
+    // The release orders P0's load before it, the acquire P1's store after it: the GSP
+    // cannot read the reused slot's new bytes.
+    assert_eq!(find_violation(&reuse_across_lock(1)).unwrap(), None);
+}
+
+#[test]
+fn a_thread_that_took_the_lock_before_the_hand_over_knows_nothing() {
+    // P1 took the lock as it was before P0's release: nothing orders its store after
+    // P0's load, and the GSP may read it.
+    let v = find_violation(&reuse_across_lock(0))
+        .unwrap()
+        .expect("the slot may be overwritten while read");
+    assert!(v.could_read.contains("P1 store"), "{v}");
+}
+
+#[test]
+fn an_unlock_and_a_lock_on_one_thread_order_nothing_towards_the_gsp() {
+    // P0 writes slot x, releases and takes a lock, then publishes x by storing y; the GSP
+    // (P2) reads y == 1, then x with a `Read` barrier between. A CPU's lock is no
+    // `dma_wmb`: the GSP may still read the old x.
+    let mut read = ld(2, X, 1);
+    read.data = true;
+    let v = vec![
+        st(0, X, 1),
+        release(0, L, 1),
+        acquire(0, L, 1),
+        st(0, Y, 1),
+        ld(2, Y, 1),
+        mb(2, Flavour::Read),
+        read,
+    ];
+    let found = find_violation(&v).unwrap().expect("stale read possible");
+    assert_eq!(found.could_read, "the initial value");
+}
+
+#[test]
+fn a_lock_hand_over_is_message_passing_between_threads() {
+    // P0 stores x then unlocks; P1 locks after that unlock and reads x: it cannot read
+    // the initial value.
+    let v = vec![st(0, X, 1), release(0, L, 1), acquire(1, L, 1), ld(1, X, 0)];
+    assert!(!allowed(&v));
+    // Taking the lock before the unlock (the initial count) orders nothing.
+    let v = vec![st(0, X, 1), release(0, L, 1), acquire(1, L, 0), ld(1, X, 0)];
+    assert!(allowed(&v));
+}
+
+#[test]
+fn a_lock_hands_over_what_was_published_to_its_holder() {
+    // The GSP (P2) writes slot x and publishes it by storing y behind `dma_wmb`; P0 loads
+    // y == 1 and releases the lock; P1 takes it and reads x (data) without loading y:
+    // it cannot read the slot's old bytes.
+    let mut read = ld(1, X, 1);
+    read.data = true;
+    let v = vec![
+        st(2, X, 1),
+        mb(2, Flavour::Write),
+        st(2, Y, 1),
+        ld(0, Y, 1),
+        release(0, L, 1),
+        acquire(1, L, 1),
+        read,
+    ];
+    assert_eq!(find_violation(&v).unwrap(), None);
+}

@@ -80,6 +80,11 @@ fn scenario_continuation_record_pair() {
     check("continuation_record_pair");
 }
 
+#[test]
+fn scenario_two_callers_and_an_event() {
+    check("two_callers_and_an_event");
+}
+
 /// The driver's source, where the seed's barriers were.
 const CMDQ: &str = "drivers/gpu/nova-core/gsp/cmdq.rs";
 /// The virtual GSP's ring accessors and element bytes, where it reads `cpuq`.

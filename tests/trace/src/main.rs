@@ -54,7 +54,7 @@ fn payload(n: usize, len: usize) -> Vec<u8> {
 }
 
 /// Boots the GSP and runs the batches; returns the number of replies that matched.
-fn workload(gsp: &mut Gsp, bar: &SimBar0<'_>, _: &SimBar<BAR0_SIZE>) -> Result<usize> {
+fn workload(gsp: &Gsp, bar: &SimBar0<'_>, _: &SimBar<BAR0_SIZE>) -> Result<usize> {
     gsp.boot(bar, &vgsp::PCI_FUNCTION)?;
     let mut n = 0;
     let mut matched = 0;

@@ -214,7 +214,7 @@ impl Driver for Upstream {
 
 /// Our queue, on the same thread (its receives honour their timeout).
 struct Ours {
-    cmdq: &'static mut OurCmdq,
+    cmdq: &'static OurCmdq,
 }
 
 impl Driver for Ours {
@@ -488,7 +488,7 @@ const CLASSES: &[Class] = &[
     },
     Class {
         name: "head followed by another function",
-        table: "EIO, consumed",
+        table: "EIO for the head's RPC, the other message received next",
         setup: |ring, _| {
             post_split_head(ring, 100)?;
             let intruder = ring.element(OurFunction::GspRmControl.into(), 0, &VALID, 4)?;
@@ -515,7 +515,7 @@ const CLASSES: &[Class] = &[
     },
     Class {
         name: "head whose continuation never comes",
-        table: "ETIMEDOUT, head consumed",
+        table: "ETIMEDOUT, head consumed and kept; EIO when another message comes instead",
         setup: |ring, _| post_split_head(ring, 100).map(|_| ()),
     },
     Class {
@@ -551,7 +551,11 @@ fn upstream_bench() -> Result<(Ring, Upstream)> {
 
 /// A fresh bench of our queue.
 fn our_bench() -> Result<(Ring, Ours)> {
-    let cmdq: &'static mut OurCmdq = Box::leak(Box::new(OurCmdq::new(kernel::vdev::device()?)?));
+    let cmdq: &'static OurCmdq = Pin::static_ref(Box::leak(Box::new(KBox::pin_init(
+        OurCmdq::new(kernel::vdev::device()?),
+        GFP_KERNEL,
+    )?)))
+    .get_ref();
     let coherent = cmdq.gsp_mem();
     // SAFETY: the queue is leaked, so its memory, `size()` bytes, page aligned, lives and
     // stays where it is for ever; the driver reaches it through the same coherent

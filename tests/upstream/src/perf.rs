@@ -70,7 +70,7 @@ impl Driver
 
 impl Driver
     for (
-        &mut OurCmdq,
+        &OurCmdq,
         &kernel::vdev::SimBar<{ crate::driver::BAR0_SIZE }>,
     )
 {
@@ -169,11 +169,11 @@ pub fn bench() -> Result<Vec<String>> {
             mode,
             0,
             |dev| {
-                let cmdq = OurCmdq::new(dev)?;
+                let cmdq = KBox::pin_init(OurCmdq::new(dev), GFP_KERNEL)?;
                 let address = cmdq.gsp_mem().dma_address();
                 Ok((cmdq, address))
             },
-            |cmdq, bar| measure(&mut (cmdq, bar), mode, &mut ours),
+            |cmdq, bar| measure(&mut (&**cmdq, bar), mode, &mut ours),
         )?;
         stats?;
     }

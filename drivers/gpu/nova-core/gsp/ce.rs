@@ -39,13 +39,13 @@ use crate::{
         cmdq::{
             Budget,
             Cmdq,
-            Skip, //
+            PendingReply, //
         },
-        commands::CeCopy,
-        fw::{
-            self,
-            MsgFunction, //
+        commands::{
+            CeCopy,
+            CeCopyAck, //
         },
+        fw,
         regs::Doorbell,
     },
     mbarrier::{
@@ -66,9 +66,17 @@ pub struct CopyArena {
 /// A copy started with [`CopyArena::start_copy`], to finish with
 /// [`CopyArena::finish_copy`].
 #[must_use = "a started copy must be finished, or the barrier stays armed"]
-pub struct CopyInFlight {
+pub struct CopyInFlight<'a> {
     parity: u8,
-    sequence: u32,
+    /// The GSP's acknowledgement, awaited.
+    ack: PendingReply<'a, CeCopyAck>,
+}
+
+impl CopyInFlight<'_> {
+    /// Returns the RPC sequence number of the copy's request.
+    pub fn sequence(&self) -> u32 {
+        self.ack.sequence()
+    }
 }
 
 // The barrier's word is 8-byte aligned, and ends before the data area starts.
@@ -194,16 +202,16 @@ impl CopyArena {
     ///
     /// - `EINVAL` if `len` or `chunk` is zero or too large, a range leaves the data
     ///   area, or the barrier refuses the arrival (a copy still in flight).
-    /// - Any error of [`Cmdq::post`].
-    pub fn start_copy(
+    /// - Any error of [`Cmdq::submit`].
+    pub fn start_copy<'a>(
         &self,
-        cmdq: &mut Cmdq,
+        cmdq: &'a Cmdq,
         bar: &impl Doorbell,
         src: usize,
         dst: usize,
         len: u32,
         chunk: u32,
-    ) -> Result<CopyInFlight> {
+    ) -> Result<CopyInFlight<'a>> {
         let fits = |off: usize| {
             off.checked_add(usize::from_safe_cast(len))
                 .is_some_and(|end| end <= self.data_len())
@@ -221,7 +229,7 @@ impl CopyArena {
         let parity = barrier.snapshot().parity;
         barrier.arrive_expect_tx(len)?;
         let barrier_addr = self.mem.dma_address() + u64::from_safe_cast(Self::BARRIER);
-        let sequence = cmdq.post(
+        let ack = cmdq.submit(
             bar,
             &CeCopy {
                 src: self.bus_addr(src),
@@ -231,7 +239,7 @@ impl CopyArena {
                 chunk,
             },
         )?;
-        Ok(CopyInFlight { parity, sequence })
+        Ok(CopyInFlight { parity, ack })
     }
 
     /// Waits for the GSP's acknowledgement and for the barrier phase of `copy` to
@@ -242,18 +250,12 @@ impl CopyArena {
     /// - `EIO` if the GSP refused the copy; the barrier is then re-initialised.
     /// - `ETIMEDOUT` if the acknowledgement and the last byte do not both come within
     ///   `timeout`, which covers the whole wait, however many other messages arrive
-    ///   meanwhile (events go to their handlers or are counted, others are dropped).
-    /// - Any error of [`Cmdq::receive_any`].
-    pub fn finish_copy(&self, cmdq: &mut Cmdq, copy: CopyInFlight, timeout: Delta) -> Result {
+    ///   meanwhile (they reach their handlers or callers).
+    /// - Any error of [`PendingReply::wait_message`].
+    pub fn finish_copy(&self, copy: CopyInFlight<'_>, timeout: Delta) -> Result {
         let barrier = self.barrier()?;
         let mut budget = Budget::new(timeout);
-        let ack = cmdq.receive_any_skipping(&mut budget, |msg| {
-            if msg.function() == Ok(MsgFunction::VgspCeCopy) && msg.sequence == copy.sequence {
-                Skip::Take
-            } else {
-                Skip::PassOver
-            }
-        })?;
+        let ack = copy.ack.wait_message_within(&mut budget)?;
         if ack.rpc_result != fw::NV_OK {
             // Nothing will land: disarm the barrier for the next copy.
             barrier.inval()?;
@@ -279,7 +281,7 @@ impl CopyArena {
     #[expect(clippy::too_many_arguments, reason = "one per field of the request")]
     pub fn copy(
         &self,
-        cmdq: &mut Cmdq,
+        cmdq: &Cmdq,
         bar: &impl Doorbell,
         src: usize,
         dst: usize,
@@ -288,6 +290,6 @@ impl CopyArena {
         timeout: Delta,
     ) -> Result {
         let copy = self.start_copy(cmdq, bar, src, dst, len, chunk)?;
-        self.finish_copy(cmdq, copy, timeout)
+        self.finish_copy(copy, timeout)
     }
 }

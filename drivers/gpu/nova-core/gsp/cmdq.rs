@@ -23,18 +23,67 @@
 //! The doorbell is written with `writel` semantics ([`kernel::io::Io::write32`]), which
 //! orders it after the write-pointer store.
 //!
-//! # Barrier variants (benchmark only)
+//! What one caller learnt of the GSP's pointers, the next caller on the same ring uses
+//! without loading them again (see "Sharing"): the slots known free or published are kept
+//! under the ring's lock. The lock's release orders the load that learnt them before it,
+//! and the next holder's acquire of the lock orders its accesses of the slots after it
+//! (Linux's memory model: the GSP's pointer store the first caller observed is observed
+//! by the next), so the pairs above still order the GSP's accesses of a slot against the
+//! driver's, whichever thread makes them. No barrier was added for sharing; the model
+//! checks this hand-over (`tests/model`: the two-caller scenario, and the contract
+//! checker's lock litmus tests).
 //!
-//! Two Cargo features change the barriers above and nothing else, so that `tests/bench`
-//! can measure this design against the alternatives. Both are off by default, no normal
-//! build or test enables them, and neither is ever meant for use:
+//! # Sharing
 //!
-//! - `all-full`: every `dma_mb` of the driver and the virtual GSP emits the `Full`
-//!   instruction (the shim's `dma-mb-all-full`); no line here changes.
-//! - `seed-barriers`: the seed's pre-fix placement, the known bug this design fixes:
-//!   [`DmaGspMem::advance_cpu_write_ptr`] stores the pointer with no barrier before it and
-//!   a `fence(SeqCst)` after it, and [`DmaGspMem::gsp_write_ptr`] has no barrier after its
-//!   load. The ordering proof's seed regression shows it wrong.
+//! A [`Cmdq`] is shared by reference by every thread of the driver, as upstream's is.
+//! Unlike upstream's, which holds one lock across a command and its reply, several callers
+//! may have commands in flight at once, and each reply reaches the caller of its command.
+//!
+//! | lock | guards | held |
+//! |---|---|---|
+//! | `tx` ([`Mutex`]) | the `cpuq` write pointer and what is known free, the element and RPC sequence numbers | while one RPC's elements are written, including the waits for ring space |
+//! | `rx` ([`Mutex`]) | the `gspq` read pointer and what is known published, the element sequence check, a split message half reassembled, the [`MsgqSignal`] | by the one wait taking messages off the ring (the *receiver*), for as long as it does |
+//! | `events` ([`Mutex`]) | the event handlers and their counts | while a handler is looked up or registered, never across a call to it |
+//! | `replies` ([`Mutex`]), with the wait queues `queues` (a [`CondVar`] each) | the replies awaited and the messages handed over for them, the messages no one awaits, who is receiving and who sleeps on which queue, the last fault | only briefly, never across a ring access or a call out; a wait sleeps on its queue with it released |
+//!
+//! Lock order: `tx`, then `rx`, then `events` or `replies` (never both). A send that
+//! finds no room takes `rx` only with `tx` held, as the order allows.
+//!
+//! Receiving is done by whoever waits. A wait ([`Cmdq::send_command`]'s,
+//! [`PendingReply::wait`], [`Cmdq::receive_any`]) first looks under `replies` for what it
+//! waits for. If it is not there and no other wait is receiving, it becomes the receiver:
+//! it takes `rx` and takes messages off the ring one after the other, handing each over
+//! (an event to its handler, under `rx`, so in arrival order; a reply to the caller that
+//! awaits it, matched by `rpc.sequence` or, for a GSP that does not copy it into its
+//! replies, by order, [`ReplyMatch`]; anything else to the waits that take any message,
+//! see [`replies`]) and waking the waits it is for, until what it waits for has come or
+//! its timeout ends; then it stops receiving. A wait that is not the receiver sleeps
+//! (`wait_interruptible_timeout`) on the wait queue of what it waits for (one of eight by
+//! the command's `rpc.sequence`, or the queue of the waits that take any message), until
+//! woken or its own timeout ends, so a reply handed over wakes its caller and seldom
+//! another. Whenever a wait stops receiving or ends while nobody receives, it wakes the
+//! waits of one queue on which some sleep: one of them takes over the ring. So every
+//! caller's timeout is its own, and a slow caller holds up nobody: the receiver hands every
+//! message over as it comes, whoever it is for.
+//!
+//! A send that finds the ring full while no wait receives takes the messages the GSP has
+//! posted itself ([`Cmdq::send_command`] with `tx` held): the GSP may be waiting for room
+//! on `gspq` to answer, and would otherwise never free `cpuq` while every caller sends.
+//! This is the only way a send waits on anything but the GSP, and it is bounded by the
+//! ring: a send holds `tx` for one RPC, which the GSP consumes as fast as it answers.
+//!
+//! What may sleep: the holder of `tx` (ring space), the receiver (messages; with a
+//! [`MsgqSignal`], on it), and the other waits (on their queue). Nothing sleeps holding
+//! `events` or `replies`. An event handler runs with `rx` held, on the receiver's thread,
+//! which may be a sending caller holding `tx`: it must not use the queue (it would wait
+//! for itself); a message that must be answered is taken by a wait instead (as the
+//! bring-up takes `GSP_RUN_CPU_SEQUENCER`).
+//!
+//! Real GSP firmware answers the commands of `cpuq` one at a time, in order. Were it not
+//! to copy `rpc.sequence` into its replies, [`ReplyMatch::InOrder`] gives each reply to
+//! the oldest awaited command of its function, which is then exact as long as every
+//! command that gets a reply is sent with its reply awaited; the design otherwise stays
+//! as it is.
 //!
 //! # Waiting
 //!
@@ -57,11 +106,14 @@
 //! Every refusal leaves the queue usable: the next valid message is received as if
 //! nothing had happened, and [`Cmdq::last_fault`] says in a few words what was wrong.
 //! No GSP content makes the driver panic, read or write outside `GspMem`, or wait
-//! beyond the caller's timeout.
+//! beyond the caller's timeout. A refusal of an element (the rows that consume it) goes
+//! to the waits that take any message, as the message would have; with none running it
+//! is logged and counted ([`Cmdq::delivery`]). The ring's own errors (the rows that
+//! consume nothing) go to the receiver.
 //!
 //! | condition | errno | the element |
 //! |---|---|---|
-//! | nothing arrives in time (a GSP that stopped or never answers), or only messages the wait skips (events while a reply is awaited) | `ETIMEDOUT` | - |
+//! | nothing arrives in time (a GSP that stopped or never answers), or only messages for others (events while a reply is awaited) | `ETIMEDOUT` | - |
 //! | GSP write pointer outside the ring (>= 63) | `EIO` | nothing consumed |
 //! | GSP write pointer moved backwards (fewer slots published than before) | `EIO` | nothing consumed |
 //! | `elemCount` 0, above 16, or above the published slots (also across the ring end) | `EIO` | every published slot dropped |
@@ -69,15 +121,20 @@
 //! | `rpc.length` below the RPC header, beyond the element, above 4 MiB, or inconsistent with `elemCount` | `EIO` | consumed |
 //! | bad checksum | `EIO` | consumed |
 //! | element sequence number not after the previous one | `EIO` | consumed |
-//! | continuation record without a head; head followed by something else, by another RPC's continuation, or by more bytes than announced | `EIO` | consumed |
-//! | a head whose continuation never comes | `ETIMEDOUT` | head consumed |
-//! | function not the one waited for ([`Cmdq::receive_msg`]) | `ERANGE` / `EINVAL` if unknown | consumed |
+//! | continuation record without a head; of another RPC; more bytes than announced | `EIO` | consumed |
+//! | a head followed by another message instead of its continuation | `EIO` for the head's RPC | the other message is received as itself |
+//! | a head whose continuation does not come before the wait's timeout | `ETIMEDOUT` | head consumed, kept half-assembled for the next receive |
+//! | function not the one waited for ([`Cmdq::receive_msg`], a reply of [`Cmdq::send_command`]) | `ERANGE` / `EINVAL` if unknown | consumed |
 //! | non-zero `rpc_result` in a reply | `EINVAL` | consumed |
 //!
 //! Elements are copied out of the ring once and checked on the copy, so bytes the GSP
 //! changes after the check (a double fetch) never reach the caller. On send: a GSP read
 //! pointer outside the ring is `EIO` (nothing written), a ring that stays full
 //! `ETIMEDOUT`, a payload above 4 MiB `EMSGSIZE`.
+
+mod replies;
+
+use core::marker::PhantomData;
 
 #[cfg_attr(
     feature = "seed-barriers",
@@ -103,13 +160,22 @@ use kernel::{
         Io, //
     },
     prelude::*,
-    sync::barrier::{
-        dma_mb,
-        Full,
-        Read,
-        Write, //
+    sync::{
+        aref::ARef,
+        barrier::{
+            dma_mb,
+            Full,
+            Read,
+            Write, //
+        },
+        new_condvar,
+        new_mutex,
+        CondVar,
+        CondVarTimeoutResult,
+        Mutex, //
     },
     time::{
+        msecs_to_jiffies,
         Delta,
         Instant,
         Monotonic, //
@@ -121,9 +187,20 @@ use zerocopy::{
     IntoBytes, //
 };
 
+pub use self::replies::{
+    Delivery,
+    ReplyMatch, //
+};
+use self::replies::{
+    Handed,
+    Replies,
+    Want,
+    WAIT_QUEUES, //
+};
 use crate::gsp::{
     events::{
         is_event,
+        EventCounts,
         EventHandler,
         Events, //
     },
@@ -133,7 +210,8 @@ use crate::gsp::{
         GspMsgElement,
         MsgFunction,
         MsgqTxHeader,
-        RingCursor, //
+        ReadCursor,
+        WriteCursor, //
         ELEMENT_HEADER_SIZE,
         MAX_ELEMENT_PAGES,
         MAX_ELEMENT_PAYLOAD,
@@ -225,14 +303,11 @@ fn poll_queue<T>(
 
 /// The CPU's view of [`GspMem`]: the coherent allocation and the pointer accessors.
 ///
-/// # Invariants
-///
-/// `ring`'s write and read pointers are what the driver last stored in `cpuq.tx.writePtr`
-/// and `cpuq.rx.readPtr`; what it knows of the GSP's pointers it learnt from
-/// [`Self::gsp_read_ptr`] and [`Self::gsp_write_ptr`].
+/// The accessors of the `cpuq` side take the [`WriteCursor`] kept under [`Cmdq`]'s `tx`
+/// lock, those of the `gspq` side the [`ReadCursor`] kept under its `rx` lock: each half
+/// is used by one thread at a time, and the other half meanwhile by another.
 pub struct DmaGspMem {
     mem: Coherent<GspMem>,
-    ring: RingCursor,
 }
 
 impl DmaGspMem {
@@ -253,11 +328,7 @@ impl DmaGspMem {
         io_project!(mem, .gspq.tx).copy_write(MsgqTxHeader::new());
         io_write!(mem, .cpuq.rx.read_ptr, 0);
         io_write!(mem, .gspq.rx.read_ptr, 0);
-        // INVARIANT: both our pointers were just stored as 0; nothing is known yet.
-        Ok(Self {
-            mem,
-            ring: RingCursor::new(),
-        })
+        Ok(Self { mem })
     }
 
     /// Returns the GSP's read pointer into `cpuq`, with acquire semantics.
@@ -293,9 +364,10 @@ impl DmaGspMem {
         Ok(fw::ring_ptr(ptr)?)
     }
 
-    /// Publishes `elem_count` slots written at the write pointer, with release semantics.
-    fn advance_cpu_write_ptr(&mut self, elem_count: u32) -> Result {
-        let wptr = self.ring.next_write(elem_count);
+    /// Publishes `elem_count` slots written at `ring`'s write pointer, with release
+    /// semantics.
+    fn advance_cpu_write_ptr(&self, ring: &mut WriteCursor, elem_count: u32) {
+        let wptr = ring.next_write(elem_count);
         #[cfg(not(feature = "seed-barriers"))]
         // ORDERING: STORE->STORE. Orders our stores of the element (header and payload in
         // the `cpuq` slots) before the store of the write pointer that publishes them. The
@@ -310,13 +382,12 @@ impl DmaGspMem {
         #[cfg(feature = "seed-barriers")]
         core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
         // INVARIANT: `wptr` is what was just stored.
-        self.ring.wrote(elem_count);
-        Ok(())
+        ring.wrote(elem_count);
     }
 
-    /// Frees `elem_count` consumed slots at the read pointer, with release semantics.
-    fn advance_cpu_read_ptr(&mut self, elem_count: u32) -> Result {
-        let rptr = self.ring.next_read(elem_count);
+    /// Frees `elem_count` consumed slots at `ring`'s read pointer, with release semantics.
+    fn advance_cpu_read_ptr(&self, ring: &mut ReadCursor, elem_count: u32) {
+        let rptr = ring.next_read(elem_count);
         // ORDERING: LOAD->STORE. Orders our loads of the consumed `gspq` slots before the
         // store of the read pointer that hands them back to the GSP, which will overwrite
         // them. `Write` would order only earlier stores, so this is `Full`. Pairs with the
@@ -324,47 +395,16 @@ impl DmaGspMem {
         dma_mb(Full);
         io_write!(self.mem, .cpuq.rx.read_ptr, rptr);
         // INVARIANT: `rptr` is what was just stored.
-        self.ring.consumed(elem_count);
-        Ok(())
+        ring.consumed(elem_count);
     }
 
-    /// Waits up to `timeout` until `elem_count` slots from the write pointer are free.
-    ///
-    /// Loads the GSP's read pointer only when the slots known free do not suffice: a slot
-    /// the GSP had consumed when the driver last looked stays free until the driver
-    /// writes it, and the `Full` barrier of that look already orders it before every
-    /// store the driver makes after it. A busy queue so skips one load of a line the GSP
-    /// keeps writing, and its barrier, per element.
-    ///
-    /// # Errors
-    ///
-    /// - `ETIMEDOUT` if the slots do not become free in time.
-    /// - `EIO` if the GSP's read pointer is outside the ring.
-    fn wait_free(&mut self, elem_count: u32, timeout: Delta) -> Result {
-        if self.ring.known_free() >= elem_count {
-            return Ok(());
-        }
-        let ring = self.ring;
-        let rptr = poll_queue(
-            || self.gsp_read_ptr(),
-            |&rptr| {
-                let mut after = ring;
-                after.saw_read_ptr(rptr) >= elem_count
-            },
-            &mut Budget::new(timeout),
-        )?;
-        // INVARIANT: `gsp_read_ptr` just loaded `rptr`.
-        self.ring.saw_read_ptr(rptr);
-        Ok(())
-    }
-
-    /// Writes `bytes` at byte `pos` of the element that starts at the write pointer,
+    /// Writes `bytes` at byte `pos` of the element that starts at `ring`'s write pointer,
     /// wrapping past the ring end.
     ///
     /// The caller owns the slots: it checked with [`Self::gsp_read_ptr`] that they are
     /// free, and `pos + bytes.len()` stays within them.
-    fn write_element_bytes(&self, pos: usize, bytes: &[u8]) -> Result {
-        let start = self.ring.write_offset(pos);
+    fn write_element_bytes(&self, ring: &WriteCursor, pos: usize, bytes: &[u8]) -> Result {
+        let start = ring.write_offset(pos);
         fw::for_each_ring_piece(start, bytes.len(), |ring_off, range| {
             // The slots written were acquired by `gsp_read_ptr` as free (the caller's duty);
             // the GSP does not read them until the write pointer publishes them.
@@ -374,10 +414,10 @@ impl DmaGspMem {
         })
     }
 
-    /// Copies `dst.len()` bytes starting at byte `pos` of the element at the read pointer
-    /// out of the ring, wrapping past the ring end.
-    fn read_element_bytes(&self, pos: usize, dst: &mut [u8]) -> Result {
-        let start = self.ring.read_offset(pos);
+    /// Copies `dst.len()` bytes starting at byte `pos` of the element at `ring`'s read
+    /// pointer out of the ring, wrapping past the ring end.
+    fn read_element_bytes(&self, ring: &ReadCursor, pos: usize, dst: &mut [u8]) -> Result {
+        let start = ring.read_offset(pos);
         let len = dst.len();
         fw::for_each_ring_piece(start, len, |ring_off, range| {
             // The slots read were published by the GSP (acquired by `gsp_write_ptr`) and are
@@ -479,48 +519,6 @@ pub trait MessageFromGsp: Sized {
     fn read(msg: &Self::Message, rest: &[u8]) -> Result<Self>;
 }
 
-/// Why an element was not received.
-enum Rejected {
-    /// The GSP sent it malformed: `EIO`, recorded as the fault.
-    Malformed(fw::Malformed),
-    /// The driver could not take it (`ENOMEM`).
-    Errno(Error),
-}
-
-impl From<fw::Malformed> for Rejected {
-    fn from(m: fw::Malformed) -> Self {
-        Self::Malformed(m)
-    }
-}
-
-/// The GSP command queue.
-pub struct Cmdq {
-    gsp_mem: DmaGspMem,
-    /// Sequence number of the next element sent.
-    seq: u32,
-    /// Sequence number of the next RPC sent.
-    rpc_seq: u32,
-    /// The sequence number of the last element received.
-    rx_seq: Option<u32>,
-    /// Why the last receive failed.
-    last_fault: Option<&'static str>,
-    /// What tells the driver that the GSP posted a message, if anything does.
-    signal: Option<&'static dyn MsgqSignal>,
-    /// The handlers of the GSP's events, called by every receive.
-    events: Events,
-}
-
-/// What a wait does with a message it received ([`Cmdq::receive_any_skipping`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Skip {
-    /// It is the one waited for: return it.
-    Take,
-    /// Not the one, and the wait dealt with it (a log line printed).
-    Handled,
-    /// Not the one: consumed, and counted if it is an event.
-    PassOver,
-}
-
 /// What tells the driver that the GSP has posted a message: an interrupt the GSP raises
 /// after advancing its write pointer.
 ///
@@ -534,91 +532,492 @@ pub trait MsgqSignal: Sync {
     fn wait(&self, seen: u64, timeout: Delta);
 }
 
+/// Why a receive from the ring gave no message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RxError {
+    /// The ring's own: nothing (more) published in time, or a write pointer the driver
+    /// does not believe. Nothing was consumed; a message half assembled stays so.
+    Ring(Error, &'static str),
+    /// Elements were consumed and refused (for the reason given), or could not be kept
+    /// (`ENOMEM`).
+    Refused(Error, &'static str),
+}
+
+impl From<fw::Malformed> for RxError {
+    fn from(m: fw::Malformed) -> Self {
+        Self::Refused(m.into(), m.0)
+    }
+}
+
+/// A split message whose head was received and whose continuation records are still to
+/// come.
+struct Partial {
+    /// The head's header.
+    head: GspMsgElement,
+    /// The whole message's payload length.
+    total: usize,
+    /// Slots consumed so far.
+    elem_count: u32,
+    /// The payload received so far.
+    payload: KVec<u8>,
+}
+
+impl Partial {
+    /// The message, once every byte is in.
+    fn into_message(self) -> GspMessage {
+        GspMessage {
+            function: self.head.rpc.function,
+            sequence: self.head.rpc.sequence,
+            seq_num: self.head.seq_num,
+            rpc_result: self.head.rpc.rpc_result,
+            elem_count: self.elem_count,
+            payload: self.payload,
+        }
+    }
+}
+
+/// The sending half of the queue, under [`Cmdq`]'s `tx` lock.
+///
+/// # Invariants
+///
+/// `ring`'s write pointer is what the driver last stored in `cpuq.tx.writePtr`; what it
+/// knows free it learnt from [`DmaGspMem::gsp_read_ptr`].
+struct CmdqTx {
+    ring: WriteCursor,
+    /// Sequence number of the next element sent.
+    seq: u32,
+    /// Sequence number of the next RPC sent.
+    rpc_seq: u32,
+}
+
+/// The receiving half of the queue, under [`Cmdq`]'s `rx` lock, held by the receiver.
+///
+/// # Invariants
+///
+/// `ring`'s read pointer is what the driver last stored in `cpuq.rx.readPtr`; what it
+/// knows published it learnt from [`DmaGspMem::gsp_write_ptr`].
+struct CmdqRx {
+    ring: ReadCursor,
+    /// The sequence number of the last element received.
+    rx_seq: Option<u32>,
+    /// A split message whose continuation records are still to come.
+    partial: Option<Partial>,
+    /// What the next receive returns before it looks at the ring: the message that
+    /// interrupted a split one, whose refusal was returned first.
+    ready: Option<Result<GspMessage, RxError>>,
+    /// What tells the driver that the GSP posted a message, if anything does.
+    signal: Option<&'static dyn MsgqSignal>,
+}
+
+impl CmdqRx {
+    /// Waits for an element within `budget` and returns the number of published slots.
+    ///
+    /// # Errors
+    ///
+    /// - `ETIMEDOUT` if nothing is published in time.
+    /// - `EIO` if the GSP's write pointer is outside the ring, or moved backwards (fewer
+    ///   slots published than it had published before); nothing is consumed.
+    fn wait_published(&mut self, mem: &DmaGspMem, budget: &mut Budget) -> Result<u32, RxError> {
+        let ring = self.ring;
+        let wptr = match self.signal {
+            None => poll_queue(
+                || mem.gsp_write_ptr(),
+                |&wptr| wptr != ring.read_ptr() || ring.known_published() > 0,
+                budget,
+            ),
+            Some(signal) => self.wait_signalled(mem, signal, budget),
+        }
+        .map_err(|e| {
+            let reason = if e == ETIMEDOUT {
+                "nothing published in time"
+            } else {
+                "write pointer outside the ring"
+            };
+            RxError::Ring(e, reason)
+        })?;
+        // INVARIANT: `gsp_write_ptr` just loaded `wptr`.
+        self.ring
+            .saw_write_ptr(wptr)
+            .map_err(|m| RxError::Ring(m.into(), m.0))
+    }
+
+    /// Waits within `budget` for the GSP's write pointer to publish something, sleeping on
+    /// `signal`; returns the write pointer.
+    fn wait_signalled(
+        &self,
+        mem: &DmaGspMem,
+        signal: &dyn MsgqSignal,
+        budget: &mut Budget,
+    ) -> Result<u32> {
+        loop {
+            // ORDERING: LOAD->LOAD. The count is loaded (acquire) before the write pointer,
+            // so a message published after this look raises the count past `seen`. Pairs
+            // with the GSP's doorbell, rung after its write-pointer store.
+            let seen = signal.count();
+            let wptr = mem.gsp_write_ptr()?;
+            if wptr != self.ring.read_ptr() || self.ring.known_published() > 0 {
+                return Ok(wptr);
+            }
+            let left = budget.left();
+            if left.is_zero() {
+                return Err(ETIMEDOUT);
+            }
+            signal.wait(seen, left);
+        }
+    }
+
+    /// Frees `slots` consumed slots.
+    fn consume(&mut self, mem: &DmaGspMem, slots: u32) {
+        mem.advance_cpu_read_ptr(&mut self.ring, slots);
+    }
+
+    /// Reads the header of the element at the read pointer (`available` slots published)
+    /// and checks that it can be delimited.
+    ///
+    /// # Errors
+    ///
+    /// - `EIO` if its element count is 0, above 16 or above the published slots: every
+    ///   published slot is then consumed.
+    fn peek_element(&mut self, mem: &DmaGspMem, available: u32) -> Result<GspMsgElement, RxError> {
+        let mut raw = GspMsgElement::default();
+        mem.read_element_bytes(&self.ring, 0, raw.as_mut_bytes())
+            .map_err(|e| RxError::Refused(e, "element outside the shared memory"))?;
+        let undelimited = match raw.elem_count {
+            0 => Some("element count 0"),
+            n if n > MAX_ELEMENT_PAGES => Some("element count above 16"),
+            n if n > available => Some("element count beyond the published slots"),
+            _ => None,
+        };
+        if let Some(reason) = undelimited {
+            // The element cannot be delimited: drop everything published.
+            self.consume(mem, available);
+            return Err(RxError::Refused(EIO, reason));
+        }
+        Ok(raw)
+    }
+
+    /// Validates the element at the read pointer, whose header `raw` was peeked, appends
+    /// its payload to `payload` and consumes it; returns its header.
+    ///
+    /// The header is copied out of the ring once and every check is on that copy; the
+    /// payload bytes it announces are copied once, straight into `payload`, and the
+    /// checksum is verified there. A head makes room for its whole RPC in `payload` at
+    /// once.
+    fn receive_element(
+        &mut self,
+        mem: &DmaGspMem,
+        raw: &GspMsgElement,
+        payload: &mut KVec<u8>,
+    ) -> Result<GspMsgElement, RxError> {
+        let result = self.copy_and_check(mem, raw, payload);
+        self.consume(mem, raw.elem_count);
+        let header = result?;
+        let seq = header.seq_num;
+        if let Some(last) = self.rx_seq {
+            // Forward jumps are allowed: slots dropped undelimited had numbers too.
+            if seq.wrapping_sub(last).wrapping_sub(1) >= 1 << 31 {
+                return Err(RxError::Refused(EIO, "element sequence number went back"));
+            }
+        }
+        self.rx_seq = Some(seq);
+        Ok(header)
+    }
+
+    /// Validates `raw`, the header of the element at the read pointer, then copies just
+    /// the payload bytes it announces (not the padding of the last slot) to the end of
+    /// `payload` and verifies the checksum on that copy.
+    fn copy_and_check(
+        &self,
+        mem: &DmaGspMem,
+        raw: &GspMsgElement,
+        payload: &mut KVec<u8>,
+    ) -> Result<GspMsgElement, RxError> {
+        let (header, chunk_len) = fw::validate_header(raw.as_bytes(), raw.elem_count)?;
+        let room = match MsgFunction::try_from(header.rpc.function) {
+            Ok(MsgFunction::ContinuationRecord) => chunk_len,
+            // A head: its whole RPC, which `validate_header` bounds by `MAX_RPC_PAYLOAD`.
+            _ => header.rpc_payload_len().unwrap_or(chunk_len),
+        };
+        let start = payload.len();
+        payload
+            .reserve(room, GFP_KERNEL)
+            .and_then(|()| payload.resize(start + chunk_len, 0, GFP_KERNEL))
+            .map_err(|_| RxError::Refused(ENOMEM, "no memory for the message"))?;
+        mem.read_element_bytes(&self.ring, ELEMENT_HEADER_SIZE, &mut payload[start..])
+            .map_err(|_| fw::Malformed("element outside the shared memory"))?;
+        fw::verify_checksum(&header, &payload[start..])?;
+        Ok(header)
+    }
+
+    /// Receives the next message off the ring, whatever it is, within `budget`,
+    /// reassembling continuation records. A split message whose continuation records do
+    /// not all come in time stays half assembled for the next call.
+    ///
+    /// # Errors
+    ///
+    /// See the table in the module documentation.
+    fn receive_message(
+        &mut self,
+        mem: &DmaGspMem,
+        budget: &mut Budget,
+    ) -> Result<GspMessage, RxError> {
+        if let Some(ready) = self.ready.take() {
+            return ready;
+        }
+        loop {
+            let available = self.wait_published(mem, budget)?;
+            let raw = match self.peek_element(mem, available) {
+                Ok(raw) => raw,
+                Err(e) => {
+                    // Its slots are gone, and the split message they may have continued.
+                    self.partial = None;
+                    return Err(e);
+                }
+            };
+            if raw.rpc.function == u32::from(MsgFunction::ContinuationRecord) {
+                if let Some(done) = self.continue_partial(mem, &raw)? {
+                    return Ok(done);
+                }
+                continue;
+            }
+            // A head: it starts a message, and ends any split one still open.
+            let open = self.partial.take();
+            let started = self.start_message(mem, &raw);
+            if open.is_none() {
+                match started? {
+                    Some(msg) => return Ok(msg),
+                    None => continue,
+                }
+            }
+            // The open message is refused first; this one is received after it.
+            match started {
+                Ok(Some(msg)) => self.ready = Some(Ok(msg)),
+                Ok(None) => {}
+                Err(e) => self.ready = Some(Err(e)),
+            }
+            return Err(RxError::Refused(
+                EIO,
+                "head not followed by its continuation",
+            ));
+        }
+    }
+
+    /// Receives the head element whose header `raw` was peeked: returns the message if it
+    /// is whole, or keeps it as the split message still open and returns `None`.
+    fn start_message(
+        &mut self,
+        mem: &DmaGspMem,
+        raw: &GspMsgElement,
+    ) -> Result<Option<GspMessage>, RxError> {
+        let mut payload = KVec::new();
+        let head = self.receive_element(mem, raw, &mut payload)?;
+        // `validate_header` checked it.
+        let total = head
+            .rpc_payload_len()
+            .ok_or(RxError::Refused(EIO, "bad RPC length"))?;
+        let partial = Partial {
+            head,
+            total,
+            elem_count: head.elem_count,
+            payload,
+        };
+        if partial.payload.len() < total {
+            // A split message: its continuation records come next.
+            self.partial = Some(partial);
+            return Ok(None);
+        }
+        Ok(Some(partial.into_message()))
+    }
+
+    /// Receives the continuation record whose header `raw` was peeked into the split
+    /// message still open: returns the message once it is whole.
+    fn continue_partial(
+        &mut self,
+        mem: &DmaGspMem,
+        raw: &GspMsgElement,
+    ) -> Result<Option<GspMessage>, RxError> {
+        let Some(mut partial) = self.partial.take() else {
+            // Checked like any element, then refused: it has nothing to continue.
+            let mut scratch = KVec::new();
+            self.receive_element(mem, raw, &mut scratch)?;
+            return Err(RxError::Refused(EIO, "continuation record without a head"));
+        };
+        let cont = self.receive_element(mem, raw, &mut partial.payload)?;
+        if cont.rpc.sequence != partial.head.rpc.sequence {
+            return Err(RxError::Refused(EIO, "continuation record of another RPC"));
+        }
+        if partial.payload.len() > partial.total {
+            return Err(RxError::Refused(
+                EIO,
+                "continuation records longer than the RPC",
+            ));
+        }
+        partial.elem_count += cont.elem_count;
+        if partial.payload.len() < partial.total {
+            self.partial = Some(partial);
+            return Ok(None);
+        }
+        Ok(Some(partial.into_message()))
+    }
+}
+
+/// What a wait does with a message it received ([`Cmdq::receive_any_skipping`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Skip {
+    /// It is the one waited for: return it.
+    Take,
+    /// Not the one: consumed, and counted if it is an event.
+    PassOver,
+}
+
+/// The GSP command queue, shared by reference by every thread of the driver (see
+/// "Sharing" in the module documentation for its locks).
+#[pin_data]
+pub struct Cmdq {
+    /// The device, for its log.
+    dev: ARef<Device>,
+    /// The shared memory and the pointer accessors.
+    gsp_mem: DmaGspMem,
+    /// The sending half: `cpuq`.
+    #[pin]
+    tx: Mutex<CmdqTx>,
+    /// The receiving half: `gspq`, held by the receiver.
+    #[pin]
+    rx: Mutex<CmdqRx>,
+    /// The event handlers.
+    #[pin]
+    events: Mutex<Events>,
+    /// What the waits share: the replies awaited and the messages handed over.
+    #[pin]
+    replies: Mutex<Replies>,
+    /// The wait queues ([`WAIT_QUEUES`]): a wait that does not receive sleeps on the one of
+    /// what it waits for ([`Want::queue`]), woken when it is handed over, or when nobody
+    /// receives any more and it may take over.
+    queues: KVec<Pin<KBox<CondVar>>>,
+}
+
 impl Cmdq {
     /// How long [`Cmdq::send_command`] waits for the reply, as upstream.
     pub const RECEIVE_TIMEOUT: Delta = Delta::from_secs(5);
 
-    /// Allocates the shared memory and initialises both queues.
+    /// Allocates the shared memory of `dev` and initialises both queues.
     ///
     /// # Errors
     ///
     /// - `ENOMEM` if the memory cannot be had.
-    pub fn new(dev: &Device<Bound>) -> Result<Self> {
-        Self::with_memory(DmaGspMem::new(dev)?)
+    pub fn new(dev: &Device<Bound>) -> impl PinInit<Self, Error> + '_ {
+        Self::with_memory(dev, DmaGspMem::new(dev))
     }
 
-    /// Initialises both queues in `mem`, an allocation the caller prepared (a test bench's,
-    /// with a read observer), whatever it held before.
+    /// Initialises both queues in `mem`, an allocation of `dev`'s the caller prepared (a
+    /// test bench's, with a read observer), whatever it held before.
     ///
     /// # Errors
     ///
     /// - `EOVERFLOW` if `mem` is smaller than a [`GspMem`].
-    pub fn new_in(mem: Coherent<GspMem>) -> Result<Self> {
-        Self::with_memory(DmaGspMem::init(mem)?)
+    pub fn new_in(dev: &Device<Bound>, mem: Coherent<GspMem>) -> impl PinInit<Self, Error> + '_ {
+        Self::with_memory(dev, DmaGspMem::init(mem))
     }
 
-    fn with_memory(gsp_mem: DmaGspMem) -> Result<Self> {
-        Ok(Self {
-            gsp_mem,
-            seq: 0,
-            rpc_seq: 0,
-            rx_seq: None,
-            last_fault: None,
-            signal: None,
-            events: Events::default(),
-        })
+    fn with_memory(
+        dev: &Device<Bound>,
+        gsp_mem: Result<DmaGspMem>,
+    ) -> impl PinInit<Self, Error> + '_ {
+        let queues = (|| {
+            let mut queues = KVec::with_capacity(WAIT_QUEUES, GFP_KERNEL)?;
+            for _ in 0..WAIT_QUEUES {
+                queues.push(KBox::pin_init(new_condvar!(), GFP_KERNEL)?, GFP_KERNEL)?;
+            }
+            Ok::<_, Error>(queues)
+        })();
+        // INVARIANT: `DmaGspMem` stored both our pointers as 0; nothing is known yet.
+        try_pin_init!(Self {
+            dev: dev.into(),
+            gsp_mem: gsp_mem?,
+            tx <- new_mutex!(CmdqTx {
+                ring: WriteCursor::new(),
+                seq: 0,
+                rpc_seq: 0,
+            }),
+            rx <- new_mutex!(CmdqRx {
+                ring: ReadCursor::new(),
+                rx_seq: None,
+                partial: None,
+                ready: None,
+                signal: None,
+            }),
+            events <- new_mutex!(Events::default()),
+            replies <- new_mutex!(Replies::new()),
+            queues: queues?,
+        }? Error)
     }
 
-    /// Registers `handler` for the GSP's events of `function`: every receive that takes
-    /// one off the ring hands it over, in arrival order ([`crate::gsp::events`]).
+    /// Registers `handler` for the GSP's events of `function`: the receive that takes one
+    /// off the ring hands it over, in arrival order ([`crate::gsp::events`]).
     ///
     /// # Errors
     ///
     /// As [`Events::register`].
-    pub fn on_event(
-        &mut self,
-        function: MsgFunction,
-        handler: &'static dyn EventHandler,
-    ) -> Result {
-        self.events.register(function, handler)
+    pub fn on_event(&self, function: MsgFunction, handler: &'static dyn EventHandler) -> Result {
+        self.events.lock().register(function, handler)
     }
 
-    /// Returns the event handlers and their counts.
-    pub fn events(&self) -> &Events {
-        &self.events
+    /// Returns the counts of the events handed to handlers and of those with none.
+    pub fn events(&self) -> EventCounts {
+        self.events.lock().counts()
+    }
+
+    /// Returns the number of events of `function` handed to its handler.
+    pub fn events_dispatched(&self, function: MsgFunction) -> u64 {
+        self.events.lock().dispatched_of(function)
+    }
+
+    /// Returns the counts of what the receivers handed over to the waits.
+    pub fn delivery(&self) -> Delivery {
+        self.replies.lock().counts
     }
 
     /// Makes receives sleep on `signal` between looks at the queue instead of polling.
-    pub fn set_signal(&mut self, signal: &'static dyn MsgqSignal) {
-        self.signal = Some(signal);
+    pub fn set_signal(&self, signal: &'static dyn MsgqSignal) {
+        self.rx.lock().signal = Some(signal);
+    }
+
+    /// Sets how replies are matched with their commands ([`ReplyMatch::Sequence`] unless
+    /// set).
+    pub fn set_reply_match(&self, matching: ReplyMatch) {
+        self.replies.lock().matching = matching;
     }
 
     /// Returns why the last receive failed, in a few words, or `None` if it succeeded.
     pub fn last_fault(&self) -> Option<&'static str> {
-        self.last_fault
+        self.replies.lock().last_fault
     }
 
     /// Records `reason` as the fault of the receive in progress and returns `errno`.
-    fn fault(&mut self, errno: Error, reason: &'static str) -> Error {
-        self.last_fault = Some(reason);
+    fn fault(&self, errno: Error, reason: &'static str) -> Error {
+        self.replies.lock().last_fault = Some(reason);
         errno
     }
 
     /// Starts receiving at read pointer `read_ptr` of rings whose earlier contents the
     /// driver has already consumed (after a reload, or to replay a recorded queue),
-    /// forgetting what it knew of the GSP's progress.
+    /// forgetting what it knew of the GSP's progress. Waits for a receive in progress.
     ///
     /// # Errors
     ///
     /// - `EINVAL` if `read_ptr` is outside the ring.
-    pub fn resume_reading_at(&mut self, read_ptr: u32) -> Result {
+    pub fn resume_reading_at(&self, read_ptr: u32) -> Result {
         if read_ptr >= MSGQ_NUM_PAGES {
             return Err(EINVAL);
         }
-        let delta = (read_ptr + MSGQ_NUM_PAGES - self.gsp_mem.ring.read_ptr()) % MSGQ_NUM_PAGES;
-        self.gsp_mem.advance_cpu_read_ptr(delta)?;
-        self.gsp_mem.ring.forget_published();
-        self.rx_seq = None;
+        let mut rx = self.rx.lock();
+        let rx = &mut *rx;
+        let delta = (read_ptr + MSGQ_NUM_PAGES - rx.ring.read_ptr()) % MSGQ_NUM_PAGES;
+        self.gsp_mem.advance_cpu_read_ptr(&mut rx.ring, delta);
+        rx.ring.forget_published();
+        rx.rx_seq = None;
+        rx.partial = None;
+        rx.ready = None;
         Ok(())
     }
 
@@ -627,47 +1026,34 @@ impl Cmdq {
         &self.gsp_mem.mem
     }
 
-    /// Returns the driver's write and read pointers.
+    /// Returns the driver's write and read pointers. Waits for a send and a receive in
+    /// progress.
     pub fn cpu_ptrs(&self) -> (u32, u32) {
-        (self.gsp_mem.ring.write_ptr(), self.gsp_mem.ring.read_ptr())
+        let write = self.tx.lock().ring.write_ptr();
+        let read = self.rx.lock().ring.read_ptr();
+        (write, read)
     }
 
     /// Sends `command` and waits for its reply, within [`Cmdq::RECEIVE_TIMEOUT`] in all.
     ///
-    /// Events arriving first go to their handlers ([`Cmdq::on_event`]); one without a
-    /// handler is counted and logged at debug level. Messages of other functions are
-    /// consumed, each with a warning naming it, where upstream consumes them silently;
-    /// [`crate::gsp::Gsp::send_command`] hands the GSP's log events to the log instead. The one timeout covers the whole
-    /// wait however many of them arrive (upstream's restarts with each).
+    /// Other callers may send and wait meanwhile; the reply is the message matched with
+    /// the command ([`ReplyMatch`]), whatever else arrives first. Events that arrive
+    /// meanwhile go to their handlers ([`Cmdq::on_event`]), or are counted and logged at
+    /// debug level; messages for other callers reach them. The one timeout covers the
+    /// whole wait however many messages arrive (upstream's restarts with each).
     ///
     /// # Errors
     ///
     /// - `ETIMEDOUT` if the ring has no room within [`SEND_TIMEOUT`], or the reply does
     ///   not arrive within [`Cmdq::RECEIVE_TIMEOUT`].
-    /// - Any other error of [`Cmdq::post`] or of [`Cmdq::receive_msg`] but `ERANGE`.
-    pub fn send_command<M>(&mut self, bar: &impl Doorbell, command: M) -> Result<M::Reply>
+    /// - `ERANGE` if the GSP answered with a message of another function.
+    /// - Any other error of [`Cmdq::submit`] or of [`Cmdq::receive_msg`].
+    pub fn send_command<M>(&self, bar: &impl Doorbell, command: M) -> Result<M::Reply>
     where
         M: CommandToGsp,
         M::Reply: MessageFromGsp,
     {
-        self.post(bar, &command)?;
-        let reply = u32::from(<M::Reply as MessageFromGsp>::FUNCTION);
-        let mut budget = Budget::new(Self::RECEIVE_TIMEOUT);
-        let msg = self.receive_any_skipping(&mut budget, |msg| {
-            if msg.function == reply {
-                return Skip::Take;
-            }
-            if !is_event(msg) {
-                pr_warn!(
-                    "gsp: {} ({}) dropped while waiting for {}\n",
-                    msg.function().map_or("UNKNOWN", MsgFunction::name),
-                    msg.function,
-                    <M::Reply as MessageFromGsp>::FUNCTION.name()
-                );
-            }
-            Skip::PassOver
-        })?;
-        self.read_msg(&msg)
+        self.submit(bar, &command)?.wait(Self::RECEIVE_TIMEOUT)
     }
 
     /// Sends `command`, which the GSP does not answer, without waiting for anything but
@@ -676,29 +1062,60 @@ impl Cmdq {
     /// # Errors
     ///
     /// As [`Cmdq::post`].
-    pub fn send_command_no_wait<M>(&mut self, bar: &impl Doorbell, command: M) -> Result
+    pub fn send_command_no_wait<M>(&self, bar: &impl Doorbell, command: M) -> Result
     where
         M: CommandToGsp<Reply = NoReply>,
     {
         self.post(bar, &command).map(|_| ())
     }
 
+    /// Sends `command` with its reply awaited, and returns the [`PendingReply`] that waits
+    /// for it: a caller may have several commands in flight.
+    ///
+    /// Ours: upstream has only [`Cmdq::send_command`], which waits at once.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cmdq::send_rpc`], and `EBUSY` if the RPC sequence number has wrapped onto a
+    /// command whose reply is still awaited.
+    pub fn submit<M>(&self, bar: &impl Doorbell, command: &M) -> Result<PendingReply<'_, M::Reply>>
+    where
+        M: CommandToGsp,
+        M::Reply: MessageFromGsp,
+    {
+        let fixed = command.init();
+        let reply = u32::from(<M::Reply as MessageFromGsp>::FUNCTION);
+        let sequence = self.send_parts(
+            bar,
+            M::FUNCTION,
+            [fixed.as_bytes(), command.variable_payload()],
+            SEND_TIMEOUT,
+            Some(reply),
+        )?;
+        Ok(PendingReply {
+            cmdq: self,
+            sequence,
+            _reply: PhantomData,
+        })
+    }
+
     /// Sends any command without waiting for its reply, and returns its RPC sequence
-    /// number: for callers that match the reply themselves (the copy engine, whose
-    /// acknowledgement may cross other messages; the test bench).
+    /// number: for callers that match the reply themselves among the messages no one
+    /// awaits ([`Cmdq::receive_any`]; the test bench).
     ///
     /// Ours: upstream has only the two sends above.
     ///
     /// # Errors
     ///
     /// As [`Cmdq::send_rpc`].
-    pub fn post<M: CommandToGsp>(&mut self, bar: &impl Doorbell, command: &M) -> Result<u32> {
+    pub fn post<M: CommandToGsp>(&self, bar: &impl Doorbell, command: &M) -> Result<u32> {
         let fixed = command.init();
         self.send_parts(
             bar,
             M::FUNCTION,
             [fixed.as_bytes(), command.variable_payload()],
             SEND_TIMEOUT,
+            None,
         )
     }
 
@@ -712,57 +1129,91 @@ impl Cmdq {
     /// - `ETIMEDOUT` if the ring has no room for an element within `timeout`.
     /// - `EIO` if the GSP's read pointer is outside the ring.
     pub fn send_rpc(
-        &mut self,
+        &self,
         bar: &impl Doorbell,
         function: MsgFunction,
         payload: &[u8],
         timeout: Delta,
     ) -> Result<u32> {
-        self.send_parts(bar, function, [payload, &[]], timeout)
+        self.send_parts(bar, function, [payload, &[]], timeout, None)
     }
 
     /// Sends an RPC whose payload is `parts` one after the other (a command's fixed part
     /// and its variable payload), split into elements of at most [`MAX_ELEMENT_PAYLOAD`]
     /// bytes: the head, then continuation records. Each element's `rpc.length` covers its
     /// own chunk, the head's too, as upstream and nouveau send them; the GSP knows the
-    /// whole length from the command's own fields.
+    /// whole length from the command's own fields. With `reply`, a reply of that function
+    /// is awaited, noted before the head is published.
+    ///
+    /// `tx` is held for the whole RPC, so that its elements follow each other on the ring.
     ///
     /// # Errors
     ///
-    /// As [`Cmdq::send_rpc`].
+    /// As [`Cmdq::submit`].
     fn send_parts(
-        &mut self,
+        &self,
         bar: &impl Doorbell,
         function: MsgFunction,
         parts: [&[u8]; 2],
         timeout: Delta,
+        reply: Option<u32>,
     ) -> Result<u32> {
         let total = parts[0].len() + parts[1].len();
         if total > MAX_RPC_PAYLOAD {
             return Err(EMSGSIZE);
         }
-        let sequence = self.rpc_seq;
+        let mut tx = self.tx.lock();
+        let sequence = tx.rpc_seq;
+        if let Some(reply) = reply {
+            self.replies.lock().expect(sequence, reply)?;
+        }
         let mut start = 0;
-        loop {
+        let sent = loop {
             let end = total.min(start + MAX_ELEMENT_PAYLOAD);
             let element_function = match start {
                 0 => function,
                 _ => MsgFunction::ContinuationRecord,
             };
-            self.send_element(bar, element_function, sequence, parts, start..end, timeout)?;
+            let element = self.send_element(
+                &mut tx,
+                bar,
+                element_function,
+                sequence,
+                parts,
+                start..end,
+                timeout,
+            );
+            if let Err(e) = element {
+                break Err(e);
+            }
             start = end;
             if start == total {
-                break;
+                break Ok(sequence);
+            }
+        };
+        let published = sent.is_ok() || start > 0;
+        if published {
+            // The head is out: the GSP has seen this sequence number.
+            tx.rpc_seq = tx.rpc_seq.wrapping_add(1);
+        }
+        drop(tx);
+        if sent.is_err() && reply.is_some() {
+            let mut replies = self.replies.lock();
+            match published {
+                // Half an RPC may still be answered: a reply that comes is late.
+                true => replies.abandon(sequence),
+                false => replies.forget(sequence),
             }
         }
-        self.rpc_seq = self.rpc_seq.wrapping_add(1);
-        Ok(sequence)
+        sent
     }
 
     /// Waits for room, writes one element carrying bytes `range` of `parts` (taken one
     /// after the other), publishes it and rings the doorbell.
+    #[expect(clippy::too_many_arguments, reason = "one RPC's element and its place")]
     fn send_element(
-        &mut self,
+        &self,
+        tx: &mut CmdqTx,
         bar: &impl Doorbell,
         function: MsgFunction,
         sequence: u32,
@@ -772,9 +1223,9 @@ impl Cmdq {
     ) -> Result {
         let chunk_len = range.len();
         let mut header =
-            GspMsgElement::new(self.seq, function.into(), sequence, chunk_len, chunk_len);
+            GspMsgElement::new(tx.seq, function.into(), sequence, chunk_len, chunk_len);
         let elem_count = header.elem_count;
-        self.gsp_mem.wait_free(elem_count, timeout)?;
+        self.wait_free(tx, elem_count, timeout)?;
 
         // The pieces of `parts` this element carries, and where each starts in it.
         let first = parts[0].len();
@@ -787,223 +1238,290 @@ impl Cmdq {
         ];
         header.seal_pieces(&pieces);
 
-        self.gsp_mem.write_element_bytes(0, header.as_bytes())?;
+        self.gsp_mem
+            .write_element_bytes(&tx.ring, 0, header.as_bytes())?;
         for (at, piece) in pieces {
             if !piece.is_empty() {
                 self.gsp_mem
-                    .write_element_bytes(ELEMENT_HEADER_SIZE + at, piece)?;
+                    .write_element_bytes(&tx.ring, ELEMENT_HEADER_SIZE + at, piece)?;
             }
         }
-        self.gsp_mem.advance_cpu_write_ptr(elem_count)?;
-        self.seq = self.seq.wrapping_add(1);
+        self.gsp_mem.advance_cpu_write_ptr(&mut tx.ring, elem_count);
+        tx.seq = tx.seq.wrapping_add(1);
 
         // `ring` is `writel`: ordered after the write-pointer store above.
         bar.ring();
         Ok(())
     }
 
-    /// Waits for an element within `budget` and returns the number of published slots.
+    /// Waits up to `timeout` until `elem_count` slots from the write pointer are free.
+    ///
+    /// Loads the GSP's read pointer only when the slots known free do not suffice: a slot
+    /// the GSP had consumed when the driver last looked stays free until the driver
+    /// writes it, and the `Full` barrier of that look already orders it before every
+    /// store the driver makes after it. A busy queue so skips one load of a line the GSP
+    /// keeps writing, and its barrier, per element.
+    ///
+    /// While the slots are not free, takes the messages the GSP posted off `gspq` if no
+    /// wait is receiving ([`Cmdq::receive_published`]): the GSP may be waiting for room
+    /// there before it consumes more of `cpuq`.
     ///
     /// # Errors
     ///
-    /// - `ETIMEDOUT` if nothing is published in time.
-    /// - `EIO` if the GSP's write pointer is outside the ring, or moved backwards (fewer
-    ///   slots published than it had published before); nothing is consumed.
-    fn wait_published(&mut self, budget: &mut Budget) -> Result<u32> {
-        let ring = self.gsp_mem.ring;
-        let wptr = match self.signal {
-            None => poll_queue(
-                || self.gsp_mem.gsp_write_ptr(),
-                |&wptr| wptr != ring.read_ptr() || ring.known_published() > 0,
-                budget,
-            ),
-            Some(signal) => self.wait_signalled(signal, budget),
+    /// - `ETIMEDOUT` if the slots do not become free in time.
+    /// - `EIO` if the GSP's read pointer is outside the ring.
+    fn wait_free(&self, tx: &mut CmdqTx, elem_count: u32, timeout: Delta) -> Result {
+        if tx.ring.known_free() >= elem_count {
+            return Ok(());
         }
-        .map_err(|e| {
-            let reason = if e == ETIMEDOUT {
-                "nothing published in time"
-            } else {
-                "write pointer outside the ring"
-            };
-            self.fault(e, reason)
-        })?;
-        // INVARIANT: `gsp_write_ptr` just loaded `wptr`.
-        match self.gsp_mem.ring.saw_write_ptr(wptr) {
-            Ok(available) => Ok(available),
-            Err(m) => Err(self.fault(m.into(), m.0)),
-        }
+        let ring = tx.ring;
+        let free_after = |rptr| {
+            let mut after = ring;
+            after.saw_read_ptr(rptr)
+        };
+        let rptr = poll_queue(
+            || {
+                let rptr = self.gsp_mem.gsp_read_ptr()?;
+                if free_after(rptr) < elem_count {
+                    self.receive_published();
+                }
+                Ok(rptr)
+            },
+            |&rptr| free_after(rptr) >= elem_count,
+            &mut Budget::new(timeout),
+        )?;
+        // INVARIANT: `gsp_read_ptr` just loaded `rptr`.
+        tx.ring.saw_read_ptr(rptr);
+        Ok(())
     }
 
-    /// Waits within `budget` for the GSP's write pointer to publish something, sleeping on
-    /// `signal`; returns the write pointer.
-    fn wait_signalled(&self, signal: &dyn MsgqSignal, budget: &mut Budget) -> Result<u32> {
-        loop {
-            // ORDERING: LOAD->LOAD. The count is loaded (acquire) before the write pointer,
-            // so a message published after this look raises the count past `seen`. Pairs
-            // with the GSP's doorbell, rung after its write-pointer store.
-            let seen = signal.count();
-            let wptr = self.gsp_mem.gsp_write_ptr()?;
-            let ring = self.gsp_mem.ring;
-            if wptr != ring.read_ptr() || ring.known_published() > 0 {
-                return Ok(wptr);
+    /// Takes one message already published off the ring, without waiting, if no wait is
+    /// receiving, and hands it over. For a send that waits for ring space, with `tx` held
+    /// (the lock order allows `rx` after it).
+    fn receive_published(&self) {
+        {
+            let mut replies = self.replies.lock();
+            if replies.receiving {
+                return;
             }
-            let left = budget.left();
-            if left.is_zero() {
-                return Err(ETIMEDOUT);
-            }
-            signal.wait(seen, left);
+            replies.receiving = true;
+        }
+        let received = self.receive_until(Want::Nothing, &mut Budget::new(Delta::ZERO));
+        let mut replies = self.replies.lock();
+        replies.receiving = false;
+        match received {
+            Err((errno, reason)) if errno != ETIMEDOUT => replies.last_fault = Some(reason),
+            _ => {}
+        }
+        // A wait asleep because this send was receiving may take over.
+        self.pass_on(&replies);
+    }
+
+    /// Wakes the waits on queue `queue`, if any sleeps there. `replies` is held, so none
+    /// can be between its look and its sleep.
+    fn wake(&self, replies: &Replies, queue: usize) {
+        if replies.sleepers[queue] > 0 {
+            self.queues[queue].notify_all();
         }
     }
 
-    /// Frees `slots` consumed slots.
-    fn consume(&mut self, slots: u32) -> Result {
-        self.gsp_mem.advance_cpu_read_ptr(slots)
+    /// If nobody receives, wakes the waits of one queue on which some sleep, so that one
+    /// of them takes over the ring: called whenever a wait stops receiving or ends.
+    /// `replies` is held.
+    fn pass_on(&self, replies: &Replies) {
+        if !replies.receiving {
+            if let Some(queue) = replies.a_sleeping_queue() {
+                self.queues[queue].notify_all();
+            }
+        }
     }
 
-    /// Validates the element at the read pointer, appends its payload to `payload` and
-    /// consumes it; returns its header. `available` is the number of published slots.
+    /// Waits within `budget` until what `want` names is handed over, and takes it:
+    /// receiving while no other wait does, else asleep on its wait queue (see "Sharing").
     ///
-    /// The header is copied out of the ring once and every check is on that copy; the
-    /// payload bytes it announces are copied once, straight into `payload`, and the
-    /// checksum is verified there. A head makes room for its whole RPC in `payload` at
-    /// once.
-    fn receive_element(&mut self, available: u32, payload: &mut KVec<u8>) -> Result<GspMsgElement> {
-        let mut raw = GspMsgElement::default();
-        self.gsp_mem.read_element_bytes(0, raw.as_mut_bytes())?;
-        let elem_count = raw.elem_count;
-        let undelimited = match elem_count {
-            0 => Some("element count 0"),
-            n if n > MAX_ELEMENT_PAGES => Some("element count above 16"),
-            n if n > available => Some("element count beyond the published slots"),
-            _ => None,
+    /// # Errors
+    ///
+    /// - `ETIMEDOUT` if `budget` runs out first.
+    /// - `ERESTARTSYS` if a signal ended the sleep.
+    /// - The ring's errors while this wait receives, and for [`Want::Any`] an element's
+    ///   refusal.
+    fn wait_delivered(&self, want: Want, budget: &mut Budget) -> Result<GspMessage> {
+        let queue = want.queue();
+        let mut replies = self.replies.lock();
+        let got = loop {
+            if let Some(got) = replies.take(want) {
+                if got.is_ok() {
+                    replies.last_fault = None;
+                }
+                break got;
+            }
+            if replies.receiving {
+                let left = budget.left();
+                if left.is_zero() {
+                    replies.last_fault = Some("nothing delivered in time");
+                    break Err(ETIMEDOUT);
+                }
+                let ms = u32::try_from(left.as_millis_ceil()).unwrap_or(u32::MAX);
+                replies.sleepers[queue] += 1;
+                let woken = self.queues[queue]
+                    .wait_interruptible_timeout(&mut replies, msecs_to_jiffies(ms));
+                replies.sleepers[queue] -= 1;
+                if let CondVarTimeoutResult::Signal { .. } = woken {
+                    break Err(ERESTARTSYS);
+                }
+                continue;
+            }
+            // Receive, even with no time left: the ring gets one look.
+            replies.receiving = true;
+            drop(replies);
+            let received = self.receive_until(want, budget);
+            replies = self.replies.lock();
+            replies.receiving = false;
+            if let Err((errno, reason)) = received {
+                replies.last_fault = Some(reason);
+                break Err(errno);
+            }
         };
-        if let Some(reason) = undelimited {
-            // The element cannot be delimited: drop everything published.
-            self.consume(available)?;
-            return Err(self.fault(EIO, reason));
-        }
+        // Whatever the outcome, a wait asleep may have to take over the ring.
+        self.pass_on(&replies);
+        got
+    }
 
-        let result = self.copy_and_check(&raw, payload);
-        self.consume(elem_count)?;
-        let header = result.map_err(|e| match e {
-            Rejected::Malformed(m) => self.fault(m.into(), m.0),
-            Rejected::Errno(e) => e,
-        })?;
-        let seq = header.seq_num;
-        if let Some(last) = self.rx_seq {
-            // Forward jumps are allowed: slots dropped undelimited had numbers too.
-            if seq.wrapping_sub(last).wrapping_sub(1) >= 1 << 31 {
-                return Err(self.fault(EIO, "element sequence number went back"));
+    /// Takes messages off the ring within `budget` and hands each over until what `want`
+    /// names is there; returns whether it handed over messages for others on the way.
+    /// The caller set `receiving`.
+    ///
+    /// # Errors
+    ///
+    /// The ring's errors, with their reasons: `ETIMEDOUT` if `budget` runs out first.
+    fn receive_until(
+        &self,
+        want: Want,
+        budget: &mut Budget,
+    ) -> Result<bool, (Error, &'static str)> {
+        let mut rx = self.rx.lock();
+        let mut others = false;
+        loop {
+            let ready = match rx.receive_message(&self.gsp_mem, budget) {
+                Ok(msg) => self.hand_over(msg, want),
+                Err(RxError::Refused(errno, reason)) => self.refuse(errno, reason, want),
+                Err(RxError::Ring(errno, reason)) => {
+                    return Err(match (errno, others) {
+                        (ETIMEDOUT, true) => (errno, "only other messages arrived in time"),
+                        _ => (errno, reason),
+                    });
+                }
+            };
+            if ready {
+                return Ok(others);
+            }
+            others = true;
+            // A message for others does not extend the wait; this also starts the clock
+            // if every look so far found a message.
+            if budget.left().is_zero() {
+                return Err((ETIMEDOUT, "only other messages arrived in time"));
             }
         }
-        self.rx_seq = Some(seq);
-        Ok(header)
     }
 
-    /// Validates `raw`, the header of the element at the read pointer, then copies just
-    /// the payload bytes it announces (not the padding of the last slot) to the end of
-    /// `payload` and verifies the checksum on that copy.
-    fn copy_and_check(
-        &mut self,
-        raw: &GspMsgElement,
-        payload: &mut KVec<u8>,
-    ) -> Result<GspMsgElement, Rejected> {
-        let (header, chunk_len) = fw::validate_header(raw.as_bytes(), raw.elem_count)?;
-        let room = match MsgFunction::try_from(header.rpc.function) {
-            Ok(MsgFunction::ContinuationRecord) => chunk_len,
-            // A head: its whole RPC, which `validate_header` bounds by `MAX_RPC_PAYLOAD`.
-            _ => header.rpc_payload_len().unwrap_or(chunk_len),
-        };
-        let start = payload.len();
-        payload
-            .reserve(room, GFP_KERNEL)
-            .and_then(|()| payload.resize(start + chunk_len, 0, GFP_KERNEL))
-            .map_err(|_| Rejected::Errno(ENOMEM))?;
-        self.gsp_mem
-            .read_element_bytes(ELEMENT_HEADER_SIZE, &mut payload[start..])
-            .map_err(|_| fw::Malformed("element outside the shared memory"))?;
-        fw::verify_checksum(&header, &payload[start..])?;
-        Ok(header)
+    /// Hands `msg`, just taken off the ring by the receiver, to whoever it is for (see
+    /// [`replies`]); returns whether what `want` names is now there.
+    fn hand_over(&self, msg: GspMessage, want: Want) -> bool {
+        let event = is_event(&msg);
+        if event {
+            let handler = self.events.lock().take_for(msg.function);
+            if let Some(handler) = handler {
+                // With `rx` held: handlers run in arrival order, one at a time.
+                handler.handle(&msg);
+                return false;
+            }
+        }
+        let (function, sequence) = (msg.function, msg.sequence);
+        let mut replies = self.replies.lock();
+        let handed = replies.hand_over(msg, event);
+        let ready = replies.has(want);
+        match handed {
+            Handed::Reply(sequence) => self.wake(&replies, Want::Reply(sequence).queue()),
+            Handed::Unclaimed => self.wake(&replies, Want::Any.queue()),
+            Handed::Late | Handed::Dropped => {}
+        }
+        drop(replies);
+        let name = MsgFunction::try_from(function).map_or("UNKNOWN", MsgFunction::name);
+        match handed {
+            Handed::Reply(_) | Handed::Unclaimed => {}
+            Handed::Late => dev_warn!(
+                self.dev,
+                "gsp: {} ({}) for sequence {} dropped: its caller stopped waiting\n",
+                name,
+                function,
+                sequence
+            ),
+            Handed::Dropped if event => self.pass_over(function),
+            Handed::Dropped => dev_warn!(
+                self.dev,
+                "gsp: {} ({}) sequence {} dropped: nobody waits for it\n",
+                name,
+                function,
+                sequence
+            ),
+        }
+        ready
     }
 
-    /// Receives the next message, whatever its function, reassembling continuation
-    /// records. Waits up to `timeout` in all.
+    /// Hands the refusal of an element, for `reason`, to the waits that take any message;
+    /// returns whether what `want` names is now there.
+    fn refuse(&self, errno: Error, reason: &'static str, want: Want) -> bool {
+        let mut replies = self.replies.lock();
+        replies.last_fault = Some(reason);
+        let queued = replies.hand_over_refusal(errno);
+        let ready = replies.has(want);
+        if queued {
+            self.wake(&replies, Want::Any.queue());
+        }
+        drop(replies);
+        if !queued {
+            dev_warn!(self.dev, "gsp: element refused: {}\n", reason);
+        }
+        ready
+    }
+
+    /// Counts and logs an event of `function` that had no handler and that no wait took.
+    fn pass_over(&self, function: u32) {
+        self.events.lock().pass_over();
+        dev_dbg!(
+            self.dev,
+            "gsp: event {} ({}) has no handler\n",
+            MsgFunction::try_from(function).map_or("UNKNOWN", MsgFunction::name),
+            function
+        );
+    }
+
+    /// Runs `f` as a wait that takes any message: messages no one awaits are kept for it
+    /// meanwhile (events without a handler among them).
+    fn listening<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.replies.lock().listeners += 1;
+        let r = f();
+        self.replies.lock().listeners -= 1;
+        r
+    }
+
+    /// Receives the next message no one awaits, whatever its function, reassembling
+    /// continuation records. Waits up to `timeout` in all.
     ///
     /// Ours: upstream receives typed messages only ([`Cmdq::receive_msg`]).
     ///
     /// # Errors
     ///
     /// See the table in the module documentation.
-    pub fn receive_any(&mut self, timeout: Delta) -> Result<GspMessage> {
-        self.receive_any_within(&mut Budget::new(timeout))
-    }
-
-    /// [`Cmdq::receive_any`], waiting only for what is left of `budget`, for a caller
-    /// whose one wait receives several messages.
-    ///
-    /// # Errors
-    ///
-    /// As [`Cmdq::receive_any`].
-    pub(crate) fn receive_any_within(&mut self, budget: &mut Budget) -> Result<GspMessage> {
-        loop {
-            let msg = self.receive_message(budget)?;
-            if !self.events.dispatch(&msg) {
-                return Ok(msg);
-            }
-            // An event handed to its handler does not extend the wait.
-            if budget.left().is_zero() {
-                return Err(self.fault(ETIMEDOUT, "only events arrived in time"));
-            }
-        }
-    }
-
-    /// Receives the next message off the ring, whatever it is, within `budget`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Cmdq::receive_any`].
-    fn receive_message(&mut self, budget: &mut Budget) -> Result<GspMessage> {
-        self.last_fault = None;
-        let available = self.wait_published(budget)?;
-        let mut payload = KVec::new();
-        let head = self.receive_element(available, &mut payload)?;
-        // `validate_header` checked both.
-        let total = head.rpc_payload_len().ok_or(EIO)?;
-        if head.rpc.function == u32::from(MsgFunction::ContinuationRecord) {
-            return Err(self.fault(EIO, "continuation record without a head"));
-        }
-        let mut elem_count = head.elem_count;
-
-        while payload.len() < total {
-            let available = self.wait_published(budget)?;
-            let cont = self.receive_element(available, &mut payload)?;
-            if cont.rpc.function != u32::from(MsgFunction::ContinuationRecord) {
-                return Err(self.fault(EIO, "head not followed by its continuation"));
-            }
-            if cont.rpc.sequence != head.rpc.sequence {
-                return Err(self.fault(EIO, "continuation record of another RPC"));
-            }
-            if payload.len() > total {
-                return Err(self.fault(EIO, "continuation records longer than the RPC"));
-            }
-            elem_count += cont.elem_count;
-        }
-
-        Ok(GspMessage {
-            function: head.rpc.function,
-            sequence: head.rpc.sequence,
-            seq_num: head.seq_num,
-            rpc_result: head.rpc.rpc_result,
-            elem_count,
-            payload,
-        })
+    pub fn receive_any(&self, timeout: Delta) -> Result<GspMessage> {
+        self.listening(|| self.wait_delivered(Want::Any, &mut Budget::new(timeout)))
     }
 
     /// Receives messages within `budget` until one arrives that `skip` says to
-    /// [`Skip::Take`], and returns it; `skip` sees every message before (unasked events,
-    /// say) and says what it did with it. The whole wait ends within `budget`, however
-    /// many messages are skipped. An event passed over ([`Skip::PassOver`]) is counted
-    /// as one without a handler ([`Events::unhandled`]).
+    /// [`Skip::Take`], and returns it; `skip` sees every message before (unasked events
+    /// without a handler, say) and says what it did with it. The whole wait ends within
+    /// `budget`, however many messages are skipped. An event passed over
+    /// ([`Skip::PassOver`]) is counted as one without a handler ([`EventCounts::unhandled`]).
     ///
     /// # Errors
     ///
@@ -1011,16 +1529,15 @@ impl Cmdq {
     ///   `skip` passes over.
     /// - Any other error of [`Cmdq::receive_any`].
     pub(crate) fn receive_any_skipping(
-        &mut self,
+        &self,
         budget: &mut Budget,
         mut skip: impl FnMut(&GspMessage) -> Skip,
     ) -> Result<GspMessage> {
-        loop {
-            let msg = self.receive_any_within(budget)?;
+        self.listening(|| loop {
+            let msg = self.wait_delivered(Want::Any, budget)?;
             match skip(&msg) {
                 Skip::Take => return Ok(msg),
-                Skip::Handled => {}
-                Skip::PassOver if is_event(&msg) => self.events.pass_over(msg.function),
+                Skip::PassOver if is_event(&msg) => self.pass_over(msg.function),
                 Skip::PassOver => {}
             }
             // A skipped message does not extend the wait; this also starts the clock if
@@ -1028,10 +1545,10 @@ impl Cmdq {
             if budget.left().is_zero() {
                 return Err(self.fault(ETIMEDOUT, "only skipped messages arrived in time"));
             }
-        }
+        })
     }
 
-    /// Receives the next message as an `M`.
+    /// Receives the next message no one awaits as an `M`.
     ///
     /// # Errors
     ///
@@ -1039,7 +1556,7 @@ impl Cmdq {
     /// - `EINVAL` if the function is unknown, or the reply carries a non-zero
     ///   `rpc_result`.
     /// - Any error of [`Cmdq::receive_any`] or [`MessageFromGsp::read`].
-    pub fn receive_msg<M: MessageFromGsp>(&mut self, timeout: Delta) -> Result<M> {
+    pub fn receive_msg<M: MessageFromGsp>(&self, timeout: Delta) -> Result<M> {
         let msg = self.receive_any(timeout)?;
         self.read_msg(&msg)
     }
@@ -1050,7 +1567,7 @@ impl Cmdq {
     /// # Errors
     ///
     /// As [`Cmdq::receive_msg`], less the receive's own.
-    pub fn read_msg<M: MessageFromGsp>(&mut self, msg: &GspMessage) -> Result<M> {
+    pub fn read_msg<M: MessageFromGsp>(&self, msg: &GspMessage) -> Result<M> {
         let function = msg
             .function()
             .map_err(|e| self.fault(e, "unknown function"))?;
@@ -1061,6 +1578,67 @@ impl Cmdq {
             return Err(self.fault(EINVAL, "reply reports an error"));
         }
         read_payload(&msg.payload).map_err(|e| self.fault(e, "reply does not decode as its type"))
+    }
+}
+
+/// A command sent with its reply awaited ([`Cmdq::submit`]), whose reply
+/// [`PendingReply::wait`] takes. Dropped without a wait, or after a wait that timed out,
+/// it abandons the reply: dropped when it comes.
+pub struct PendingReply<'a, R> {
+    cmdq: &'a Cmdq,
+    sequence: u32,
+    _reply: PhantomData<fn() -> R>,
+}
+
+impl<'a, R: MessageFromGsp> PendingReply<'a, R> {
+    /// Returns the command's RPC sequence number.
+    pub fn sequence(&self) -> u32 {
+        self.sequence
+    }
+
+    /// Returns the queue the command went to.
+    pub fn cmdq(&self) -> &'a Cmdq {
+        self.cmdq
+    }
+
+    /// Waits up to `timeout` for the reply and reads it as an `R`.
+    ///
+    /// # Errors
+    ///
+    /// - `ETIMEDOUT` if the reply does not come in time.
+    /// - Any error of [`Cmdq::read_msg`]: `ERANGE` if the GSP answered with another
+    ///   function, `EINVAL` if the reply reports an error.
+    pub fn wait(self, timeout: Delta) -> Result<R> {
+        let cmdq = self.cmdq;
+        let msg = self.wait_message(timeout)?;
+        cmdq.read_msg(&msg)
+    }
+
+    /// Waits up to `timeout` for the reply, whatever it says.
+    ///
+    /// # Errors
+    ///
+    /// - `ETIMEDOUT` if the reply does not come in time.
+    /// - `ERESTARTSYS` if a signal ended the wait.
+    /// - The ring's errors while this wait receives.
+    pub fn wait_message(self, timeout: Delta) -> Result<GspMessage> {
+        self.wait_message_within(&mut Budget::new(timeout))
+    }
+
+    /// [`PendingReply::wait_message`], waiting only for what is left of `budget`.
+    ///
+    /// # Errors
+    ///
+    /// As [`PendingReply::wait_message`].
+    pub(crate) fn wait_message_within(self, budget: &mut Budget) -> Result<GspMessage> {
+        self.cmdq.wait_delivered(Want::Reply(self.sequence), budget)
+    }
+}
+
+impl<R> Drop for PendingReply<'_, R> {
+    fn drop(&mut self) {
+        // Nothing to abandon if the reply was taken.
+        self.cmdq.replies.lock().abandon(self.sequence);
     }
 }
 

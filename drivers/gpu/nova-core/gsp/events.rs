@@ -4,12 +4,17 @@
 //! to the handler the driver registered for their function.
 //!
 //! A handler is registered per event function ([`Cmdq::on_event`]) and called for every
-//! such event, in arrival order, from whichever receive takes it off the ring: a send
-//! waiting for its reply, a typed or untyped receive, the bring-up's waits. Taking an
-//! event off the ring and handing it over happen in the same receive, so none is lost
-//! or seen twice. An event nobody registered for is counted ([`Events::unhandled`]) and
-//! logged with `pr_debug!` by the waits that pass over it (log events are printed by the
-//! bring-up's instead, as before).
+//! such event, in arrival order, by whichever wait takes it off the ring (the receiver,
+//! see "Sharing" in [`crate::gsp::cmdq`]): a send waiting for its reply or for ring space,
+//! a typed or untyped receive, the bring-up's waits. Taking an event off the ring and
+//! handing it over happen under the receive lock, so none is lost or seen twice, and one
+//! handler call ends before the next begins. An event nobody registered for goes to a wait
+//! that takes any message if one runs; else, or when such a wait passes it over, it is
+//! counted ([`EventCounts::unhandled`]) and logged at debug level.
+//!
+//! A handler runs on the receiver's thread with the receive lock held, and that thread may
+//! be a caller in the middle of a send: it must not use the queue (it would wait for
+//! itself).
 //!
 //! Handlers are `&'static`, as a kernel notifier block is: the object lives as long as
 //! the driver, and keeps its own state behind interior mutability (it is `Sync`, since
@@ -41,14 +46,28 @@ pub trait EventHandler: Sync {
     fn handle(&self, msg: &GspMessage);
 }
 
+/// What the events came to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventCounts {
+    /// Events handed to a handler.
+    pub dispatched: u64,
+    /// Events that arrived with no handler registered for their function and that no wait
+    /// took.
+    pub unhandled: u64,
+}
+
+/// A registered handler and the events it was handed.
+struct Registered {
+    function: u32,
+    handler: &'static dyn EventHandler,
+    dispatched: u64,
+}
+
 /// The registered handlers and what they were given.
 #[derive(Default)]
 pub struct Events {
-    handlers: KVec<(u32, &'static dyn EventHandler)>,
-    /// Events handed to a handler.
-    pub dispatched: u64,
-    /// Events that arrived with no handler registered for their function.
-    pub unhandled: u64,
+    handlers: KVec<Registered>,
+    unhandled: u64,
 }
 
 impl Events {
@@ -68,35 +87,48 @@ impl Events {
             return Err(EINVAL);
         }
         let function = u32::from(function);
-        if self.handlers.iter().any(|(f, _)| *f == function) {
+        if self.handlers.iter().any(|r| r.function == function) {
             return Err(EBUSY);
         }
-        self.handlers.push((function, handler), GFP_KERNEL)?;
+        self.handlers.push(
+            Registered {
+                function,
+                handler,
+                dispatched: 0,
+            },
+            GFP_KERNEL,
+        )?;
         Ok(())
     }
 
-    /// Hands `msg` to the handler of its function, if there is one; returns whether
-    /// there was.
-    pub(crate) fn dispatch(&mut self, msg: &GspMessage) -> bool {
-        match self.handlers.iter().find(|(f, _)| *f == msg.function) {
-            Some((_, handler)) => {
-                handler.handle(msg);
-                self.dispatched += 1;
-                true
-            }
-            None => false,
+    /// Returns the handler of events of `function`, if there is one, counting the event
+    /// about to be handed to it.
+    pub(crate) fn take_for(&mut self, function: u32) -> Option<&'static dyn EventHandler> {
+        let registered = self.handlers.iter_mut().find(|r| r.function == function)?;
+        registered.dispatched += 1;
+        Some(registered.handler)
+    }
+
+    /// Counts an event that had no handler and that no wait took.
+    pub(crate) fn pass_over(&mut self) {
+        self.unhandled += 1;
+    }
+
+    /// Returns the counts.
+    pub fn counts(&self) -> EventCounts {
+        EventCounts {
+            dispatched: self.handlers.iter().map(|r| r.dispatched).sum(),
+            unhandled: self.unhandled,
         }
     }
 
-    /// Counts and logs an event of `function` that a wait passed over with no handler
-    /// for it.
-    pub(crate) fn pass_over(&mut self, function: u32) {
-        self.unhandled += 1;
-        pr_debug!(
-            "gsp: event {} ({}) has no handler\n",
-            MsgFunction::try_from(function).map_or("UNKNOWN", MsgFunction::name),
-            function
-        );
+    /// Returns the number of events of `function` handed to its handler.
+    pub fn dispatched_of(&self, function: MsgFunction) -> u64 {
+        let function = u32::from(function);
+        self.handlers
+            .iter()
+            .find(|r| r.function == function)
+            .map_or(0, |r| r.dispatched)
     }
 }
 

@@ -669,34 +669,27 @@ pub fn for_each_ring_piece(
     Ok(())
 }
 
-/// One agent's place in the two rings: the slot it writes next on the ring it fills, the
-/// slot it reads next on the ring it drains, and what it last learnt of the other agent's
-/// progress. The driver and the virtual GSP each keep one: the arithmetic on the pointers
-/// is shared, the loads and stores of them, with their barriers, are each agent's own.
+/// An agent's place on the ring it fills: the slot it writes next, and what it last
+/// learnt of the other agent's reading.
 ///
 /// # Invariants
 ///
-/// `write` and `read` are below [`MSGQ_NUM_PAGES`]; `known_free` slots from `write` were
-/// free, and `known_published` slots from `read` published, when the agent last loaded the
-/// other agent's read and write pointer ([`RingCursor::saw_read_ptr`],
-/// [`RingCursor::saw_write_ptr`]), less those it has written or consumed since.
+/// `write` is below [`MSGQ_NUM_PAGES`]; `known_free` slots from `write` were free when the
+/// agent last loaded the other agent's read pointer ([`WriteCursor::saw_read_ptr`]), less
+/// those it has written since.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RingCursor {
+pub struct WriteCursor {
     write: u32,
-    read: u32,
     known_free: u32,
-    known_published: u32,
 }
 
-impl RingCursor {
-    /// Both pointers at slot 0, nothing known of the other agent.
+impl WriteCursor {
+    /// The write pointer at slot 0, nothing known of the reader.
     pub const fn new() -> Self {
         // INVARIANT: 0 is below the ring size; nothing is known.
         Self {
             write: 0,
-            read: 0,
             known_free: 0,
-            known_published: 0,
         }
     }
 
@@ -705,19 +698,9 @@ impl RingCursor {
         self.write
     }
 
-    /// The slot this agent reads next.
-    pub const fn read_ptr(&self) -> u32 {
-        self.read
-    }
-
     /// Slots from the write pointer known to be free.
     pub const fn known_free(&self) -> u32 {
         self.known_free
-    }
-
-    /// Slots from the read pointer known to be published.
-    pub const fn known_published(&self) -> u32 {
-        self.known_published
     }
 
     /// The write pointer once `n` more slots are published: the value to store.
@@ -725,25 +708,12 @@ impl RingCursor {
         (self.write + n) % MSGQ_NUM_PAGES
     }
 
-    /// The read pointer once `n` more slots are consumed: the value to store.
-    pub const fn next_read(&self, n: u32) -> u32 {
-        (self.read + n) % MSGQ_NUM_PAGES
-    }
-
-    /// Records that the write pointer was stored as [`RingCursor::next_write`]`(n)`.
+    /// Records that the write pointer was stored as [`WriteCursor::next_write`]`(n)`.
     pub fn wrote(&mut self, n: u32) {
         // INVARIANT: `next_write` is below the ring size; the slots published are no
         // longer free.
         self.write = self.next_write(n);
         self.known_free = self.known_free.saturating_sub(n);
-    }
-
-    /// Records that the read pointer was stored as [`RingCursor::next_read`]`(n)`.
-    pub fn consumed(&mut self, n: u32) {
-        // INVARIANT: `next_read` is below the ring size; the slots consumed are no longer
-        // published.
-        self.read = self.next_read(n);
-        self.known_published = self.known_published.saturating_sub(n);
     }
 
     /// Records the other agent's read pointer, just loaded with acquire semantics, and
@@ -753,6 +723,60 @@ impl RingCursor {
         // INVARIANT: the slots from `write` up to the one before `other_read` are free.
         self.known_free = (other_read + MSGQ_NUM_PAGES - self.write - 1) % MSGQ_NUM_PAGES;
         self.known_free
+    }
+
+    /// The byte offset in the ring of byte `pos` of the element at the write pointer;
+    /// [`for_each_ring_piece`] wraps it.
+    pub const fn write_offset(&self, pos: usize) -> usize {
+        u32_as_usize(self.write) * GSP_PAGE_SIZE + pos
+    }
+}
+
+/// An agent's place on the ring it drains: the slot it reads next, and what it last
+/// learnt of the other agent's writing.
+///
+/// # Invariants
+///
+/// `read` is below [`MSGQ_NUM_PAGES`]; `known_published` slots from `read` were published
+/// when the agent last loaded the other agent's write pointer
+/// ([`ReadCursor::saw_write_ptr`]), less those it has consumed since.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadCursor {
+    read: u32,
+    known_published: u32,
+}
+
+impl ReadCursor {
+    /// The read pointer at slot 0, nothing known of the writer.
+    pub const fn new() -> Self {
+        // INVARIANT: 0 is below the ring size; nothing is known.
+        Self {
+            read: 0,
+            known_published: 0,
+        }
+    }
+
+    /// The slot this agent reads next.
+    pub const fn read_ptr(&self) -> u32 {
+        self.read
+    }
+
+    /// Slots from the read pointer known to be published.
+    pub const fn known_published(&self) -> u32 {
+        self.known_published
+    }
+
+    /// The read pointer once `n` more slots are consumed: the value to store.
+    pub const fn next_read(&self, n: u32) -> u32 {
+        (self.read + n) % MSGQ_NUM_PAGES
+    }
+
+    /// Records that the read pointer was stored as [`ReadCursor::next_read`]`(n)`.
+    pub fn consumed(&mut self, n: u32) {
+        // INVARIANT: `next_read` is below the ring size; the slots consumed are no longer
+        // published.
+        self.read = self.next_read(n);
+        self.known_published = self.known_published.saturating_sub(n);
     }
 
     /// Records the other agent's write pointer, just loaded with acquire semantics, and
@@ -772,23 +796,106 @@ impl RingCursor {
         Ok(published)
     }
 
-    /// Forgets what is known of the other agent's progress on the ring this agent drains
-    /// (after a restart, or to replay a recording).
+    /// Forgets what is known of the writer's progress (after a restart, or to replay a
+    /// recording).
     pub fn forget_published(&mut self) {
         // INVARIANT: nothing is known any more.
         self.known_published = 0;
     }
 
-    /// The byte offset in the ring this agent fills of byte `pos` of the element at its
-    /// write pointer; [`for_each_ring_piece`] wraps it.
-    pub const fn write_offset(&self, pos: usize) -> usize {
-        u32_as_usize(self.write) * GSP_PAGE_SIZE + pos
-    }
-
-    /// The byte offset in the ring this agent drains of byte `pos` of the element at its
-    /// read pointer.
+    /// The byte offset in the ring of byte `pos` of the element at the read pointer.
     pub const fn read_offset(&self, pos: usize) -> usize {
         u32_as_usize(self.read) * GSP_PAGE_SIZE + pos
+    }
+}
+
+/// One agent's place in the two rings: a [`WriteCursor`] on the ring it fills and a
+/// [`ReadCursor`] on the ring it drains. The arithmetic on the pointers is shared by the
+/// driver and the virtual GSP; the loads and stores of them, with their barriers, are
+/// each agent's own. The driver keeps the two halves apart, each under a lock of its own
+/// (`gsp::cmdq`); the virtual GSP, which has one thread, keeps them together here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RingCursor {
+    tx: WriteCursor,
+    rx: ReadCursor,
+}
+
+impl RingCursor {
+    /// Both pointers at slot 0, nothing known of the other agent.
+    pub const fn new() -> Self {
+        Self {
+            tx: WriteCursor::new(),
+            rx: ReadCursor::new(),
+        }
+    }
+
+    /// See [`WriteCursor::write_ptr`].
+    pub const fn write_ptr(&self) -> u32 {
+        self.tx.write_ptr()
+    }
+
+    /// See [`ReadCursor::read_ptr`].
+    pub const fn read_ptr(&self) -> u32 {
+        self.rx.read_ptr()
+    }
+
+    /// See [`WriteCursor::known_free`].
+    pub const fn known_free(&self) -> u32 {
+        self.tx.known_free()
+    }
+
+    /// See [`ReadCursor::known_published`].
+    pub const fn known_published(&self) -> u32 {
+        self.rx.known_published()
+    }
+
+    /// See [`WriteCursor::next_write`].
+    pub const fn next_write(&self, n: u32) -> u32 {
+        self.tx.next_write(n)
+    }
+
+    /// See [`ReadCursor::next_read`].
+    pub const fn next_read(&self, n: u32) -> u32 {
+        self.rx.next_read(n)
+    }
+
+    /// See [`WriteCursor::wrote`].
+    pub fn wrote(&mut self, n: u32) {
+        self.tx.wrote(n);
+    }
+
+    /// See [`ReadCursor::consumed`].
+    pub fn consumed(&mut self, n: u32) {
+        self.rx.consumed(n);
+    }
+
+    /// See [`WriteCursor::saw_read_ptr`].
+    pub fn saw_read_ptr(&mut self, other_read: u32) -> u32 {
+        self.tx.saw_read_ptr(other_read)
+    }
+
+    /// See [`ReadCursor::saw_write_ptr`].
+    ///
+    /// # Errors
+    ///
+    /// As [`ReadCursor::saw_write_ptr`].
+    pub fn saw_write_ptr(&mut self, other_write: u32) -> core::result::Result<u32, Malformed> {
+        self.rx.saw_write_ptr(other_write)
+    }
+
+    /// See [`ReadCursor::forget_published`].
+    pub fn forget_published(&mut self) {
+        self.rx.forget_published();
+    }
+
+    /// See [`WriteCursor::write_offset`].
+    pub const fn write_offset(&self, pos: usize) -> usize {
+        self.tx.write_offset(pos)
+    }
+
+    /// See [`ReadCursor::read_offset`].
+    pub const fn read_offset(&self, pos: usize) -> usize {
+        self.rx.read_offset(pos)
     }
 }
 

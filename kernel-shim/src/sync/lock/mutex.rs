@@ -190,6 +190,10 @@ mod imp {
         locked: bool,
         /// How many threads sleep on [`State::released`], waiting for the lock.
         sleepers: usize,
+        /// How many times the lock was released: under the model, each acquire and release
+        /// is recorded for the DMA contract checker with this count.
+        #[cfg(loom)]
+        releases: u64,
     }
 
     pub(super) struct State {
@@ -204,6 +208,8 @@ mod imp {
                 word: Mutex::new(Word {
                     locked: false,
                     sleepers: 0,
+                    #[cfg(loom)]
+                    releases: 0,
                 }),
                 released: Condvar::new(),
             }
@@ -228,15 +234,27 @@ mod imp {
                 word.sleepers -= 1;
             }
             word.locked = true;
+            #[cfg(loom)]
+            crate::model::lock_taken(core::ptr::from_ref(self).addr(), word.releases);
         }
 
         pub(super) fn try_lock(&self) -> bool {
             let mut word = self.word();
-            !core::mem::replace(&mut word.locked, true)
+            let taken = !core::mem::replace(&mut word.locked, true);
+            #[cfg(loom)]
+            if taken {
+                crate::model::lock_taken(core::ptr::from_ref(self).addr(), word.releases);
+            }
+            taken
         }
 
         pub(super) fn unlock(&self) {
             let mut word = self.word();
+            #[cfg(loom)]
+            {
+                word.releases += 1;
+                crate::model::lock_released(core::ptr::from_ref(self).addr(), word.releases);
+            }
             word.locked = false;
             let sleepers = word.sleepers;
             drop(word);

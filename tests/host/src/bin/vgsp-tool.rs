@@ -20,6 +20,7 @@ use std::process::ExitCode;
 
 use kernel::{
     host,
+    prelude::*,
     time::Delta, //
 };
 use nova_core::gsp::{
@@ -65,8 +66,8 @@ fn replay(args: &[String]) -> Result<Vec<String>, String> {
             .unwrap_or_default(),
     );
 
-    let mut cmdq =
-        Cmdq::new(host::device()).map_err(|e| format!("no memory for the queue: {e:?}"))?;
+    let cmdq = KBox::pin_init(Cmdq::new(host::device()), GFP_KERNEL)
+        .map_err(|e| format!("no memory for the queue: {e:?}"))?;
     cmdq.gsp_mem()
         .device_view()
         .write_bytes(GSPQ_OFFSET, &region)

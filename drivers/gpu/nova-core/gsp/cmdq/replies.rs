@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Where the messages taken off `gspq` wait for the callers they are for.
+//!
+//! Whichever wait takes a message off the ring (see "Sharing" in [`super`]) hands it
+//! over here, under [`super::Cmdq`]'s `replies` lock, then wakes the waiters:
+//!
+//! - a reply to a command whose caller awaits it ([`Replies::expect`]) is kept for that
+//!   caller, found by [`ReplyMatch`];
+//! - any other message, and the refusal of a malformed element, is queued for the waits
+//!   that take whatever comes next ([`super::Cmdq::receive_any`] and the typed receives),
+//!   oldest first: a message while fewer than 64 are queued (the reply to a command sent
+//!   with [`super::Cmdq::post`] is received later by its caller), an event without a
+//!   handler or a refusal only while such a wait runs;
+//! - else it is dropped and counted ([`Delivery`]; an event without a handler in
+//!   [`super::Cmdq::events`]); the caller of [`Replies::hand_over`] logs it.
+//!
+//! A caller that stops waiting (its timeout) leaves its command marked abandoned, so that
+//! a late reply is known for what it is and dropped, rather than handed to a wait that
+//! takes any message.
+
+use kernel::prelude::*;
+
+use crate::gsp::cmdq::GspMessage;
+
+/// The most messages kept for the waits that take any message; beyond it they are
+/// dropped. Such a wait takes them one at a time, and the skipping waits drain them.
+const UNCLAIMED_MAX: usize = 64;
+
+/// The most abandoned commands remembered; beyond it the oldest is forgotten (its reply,
+/// if it ever comes, is then a message nobody awaits).
+const ABANDONED_MAX: usize = 64;
+
+/// The wait queues of the waits for replies: the reply to command `sequence` is waited
+/// for on queue `sequence % REPLY_QUEUES`, so that handing a reply over wakes its caller
+/// and few others. The waits that take any message have a queue of their own, the last.
+pub(crate) const REPLY_QUEUES: usize = 8;
+
+/// The number of wait queues: [`REPLY_QUEUES`], then the one of the waits that take any
+/// message.
+pub(crate) const WAIT_QUEUES: usize = REPLY_QUEUES + 1;
+
+/// What a wait waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Want {
+    /// The reply to the command of this `rpc.sequence`.
+    Reply(u32),
+    /// The next message (or refusal) no one awaits.
+    Any,
+    /// Nothing: a receive that takes what is published off the ring for the others.
+    Nothing,
+}
+
+impl Want {
+    /// The wait queue a wait for this sleeps on.
+    pub(crate) fn queue(self) -> usize {
+        match self {
+            // CAST: `u32` to `usize` is lossless on the 64-bit targets the driver builds for.
+            Self::Reply(sequence) => sequence as usize % REPLY_QUEUES,
+            Self::Any | Self::Nothing => REPLY_QUEUES,
+        }
+    }
+}
+
+/// How a reply is matched with the command it answers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReplyMatch {
+    /// By `rpc.sequence`, which the GSP copies from the command into its reply (the
+    /// virtual GSP does): exact, in whatever order the replies come.
+    #[default]
+    Sequence,
+    /// By order: a reply goes to the oldest awaited command of its function, whatever its
+    /// `rpc.sequence`. Exact for a GSP that answers commands one at a time, in the order it
+    /// consumed them (as GSP firmware does), provided every command that gets a reply is
+    /// sent with its reply awaited ([`super::Cmdq::send_command`],
+    /// [`super::Cmdq::submit`]), never with [`super::Cmdq::post`].
+    InOrder,
+}
+
+/// A command whose reply a caller awaits.
+struct Awaited {
+    /// Its `rpc.sequence`.
+    sequence: u32,
+    /// The function of its reply.
+    function: u32,
+    /// The reply, once handed over.
+    reply: Option<GspMessage>,
+    /// The caller stopped waiting: the reply is dropped when it comes.
+    abandoned: bool,
+}
+
+/// What became of a message handed over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Handed {
+    /// Kept for the caller that awaits the reply to the command of this `rpc.sequence`.
+    Reply(u32),
+    /// Queued for a wait that takes any message.
+    Unclaimed,
+    /// A reply its caller stopped waiting for: dropped.
+    Late,
+    /// Nobody waits for it: dropped.
+    Dropped,
+}
+
+/// Counts of what the waits were handed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Delivery {
+    /// Replies kept for the callers awaiting them.
+    pub replies: u64,
+    /// Messages and refusals queued for the waits that take any message.
+    pub unclaimed: u64,
+    /// Replies that came after their caller stopped waiting.
+    pub late: u64,
+    /// Messages and refusals nobody waited for (events without a handler excepted, which
+    /// [`super::Cmdq::events`] counts).
+    pub dropped: u64,
+}
+
+/// The replies awaited and the messages no one awaits, with what the waits share.
+///
+/// # Invariants
+///
+/// `awaited` is in the order the commands were sent (each is added under the send lock
+/// before its command is published); at most one entry has a given `sequence`.
+pub(crate) struct Replies {
+    /// Whether a wait is taking messages off the ring (it holds `Cmdq::rx` meanwhile).
+    pub(crate) receiving: bool,
+    /// The waits asleep on each wait queue ([`Want::queue`]).
+    pub(crate) sleepers: [u32; WAIT_QUEUES],
+    /// The waits that take any message, running now.
+    pub(crate) listeners: usize,
+    /// Why the last receive failed, or `None` if it succeeded.
+    pub(crate) last_fault: Option<&'static str>,
+    /// How replies are matched.
+    pub(crate) matching: ReplyMatch,
+    /// What was handed over so far.
+    pub(crate) counts: Delivery,
+    awaited: KVec<Awaited>,
+    unclaimed: KVec<Result<GspMessage>>,
+}
+
+impl Replies {
+    /// Nothing awaited, nothing kept, nobody receiving.
+    pub(crate) const fn new() -> Self {
+        // INVARIANT: both lists are empty.
+        Self {
+            receiving: false,
+            sleepers: [0; WAIT_QUEUES],
+            listeners: 0,
+            last_fault: None,
+            matching: ReplyMatch::Sequence,
+            counts: Delivery {
+                replies: 0,
+                unclaimed: 0,
+                late: 0,
+                dropped: 0,
+            },
+            awaited: KVec::new(),
+            unclaimed: KVec::new(),
+        }
+    }
+
+    /// Notes that a caller awaits the reply, of `function`, to the command `sequence`
+    /// about to be sent.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if the note cannot be kept.
+    /// - `EBUSY` if a reply to `sequence` is awaited already (the sequence wrapped past a
+    ///   command that never got its reply).
+    pub(crate) fn expect(&mut self, sequence: u32, function: u32) -> Result {
+        if self.awaited.iter().any(|a| a.sequence == sequence) {
+            return Err(EBUSY);
+        }
+        // INVARIANT: added under the send lock, before the command is published, so in
+        // the order of sending; its sequence is not awaited yet.
+        self.awaited.push(
+            Awaited {
+                sequence,
+                function,
+                reply: None,
+                abandoned: false,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(())
+    }
+
+    /// Notes that the caller of command `sequence` no longer waits: a reply already
+    /// handed over is dropped, one still to come will be.
+    pub(crate) fn abandon(&mut self, sequence: u32) {
+        let Some(i) = self.awaited.iter().position(|a| a.sequence == sequence) else {
+            return;
+        };
+        if self.awaited[i].reply.is_some() {
+            self.counts.late += 1;
+            let _ = self.awaited.remove(i);
+            return;
+        }
+        self.awaited[i].abandoned = true;
+        let abandoned = self.awaited.iter().filter(|a| a.abandoned).count();
+        if abandoned > ABANDONED_MAX {
+            if let Some(oldest) = self.awaited.iter().position(|a| a.abandoned) {
+                let _ = self.awaited.remove(oldest);
+            }
+        }
+    }
+
+    /// The first wait queue on which a wait sleeps, if any: one of them takes over the
+    /// ring when nobody receives.
+    pub(crate) fn a_sleeping_queue(&self) -> Option<usize> {
+        self.sleepers.iter().position(|&n| n > 0)
+    }
+
+    /// Forgets the command `sequence`, which was never published: no reply will come.
+    pub(crate) fn forget(&mut self, sequence: u32) {
+        self.awaited.retain(|a| a.sequence != sequence);
+    }
+
+    /// Whether what `want` names was handed over.
+    pub(crate) fn has(&self, want: Want) -> bool {
+        match want {
+            Want::Reply(sequence) => self.has_reply(sequence),
+            Want::Any => self.has_unclaimed(),
+            Want::Nothing => false,
+        }
+    }
+
+    /// Takes what `want` names, if it was handed over.
+    pub(crate) fn take(&mut self, want: Want) -> Option<Result<GspMessage>> {
+        match want {
+            Want::Reply(sequence) => self.take_reply(sequence).map(Ok),
+            Want::Any => self.take_unclaimed(),
+            Want::Nothing => None,
+        }
+    }
+
+    /// Takes the reply to command `sequence`, if it was handed over.
+    fn take_reply(&mut self, sequence: u32) -> Option<GspMessage> {
+        let i = self
+            .awaited
+            .iter()
+            .position(|a| a.sequence == sequence && a.reply.is_some())?;
+        self.awaited.remove(i).ok().and_then(|a| a.reply)
+    }
+
+    /// Whether the reply to command `sequence` was handed over.
+    fn has_reply(&self, sequence: u32) -> bool {
+        self.awaited
+            .iter()
+            .any(|a| a.sequence == sequence && a.reply.is_some())
+    }
+
+    /// Takes the oldest message (or refusal) queued for the waits that take any message.
+    fn take_unclaimed(&mut self) -> Option<Result<GspMessage>> {
+        self.unclaimed.remove(0).ok()
+    }
+
+    /// Whether a message (or refusal) is queued for the waits that take any message.
+    fn has_unclaimed(&self) -> bool {
+        !self.unclaimed.is_empty()
+    }
+
+    /// Hands over `msg`, just taken off the ring; `event` says whether it is an event
+    /// (events answer no command, so they are never taken for a reply: they carry
+    /// `rpc.sequence` 0, which a command has too).
+    pub(crate) fn hand_over(&mut self, msg: GspMessage, event: bool) -> Handed {
+        if !event {
+            let found = match self.matching {
+                ReplyMatch::Sequence => self
+                    .awaited
+                    .iter()
+                    .position(|a| a.sequence == msg.sequence && a.reply.is_none()),
+                ReplyMatch::InOrder => self
+                    .awaited
+                    .iter()
+                    .position(|a| a.function == msg.function && a.reply.is_none()),
+            };
+            if let Some(i) = found {
+                if self.awaited[i].abandoned {
+                    self.counts.late += 1;
+                    let _ = self.awaited.remove(i);
+                    return Handed::Late;
+                }
+                self.counts.replies += 1;
+                self.awaited[i].reply = Some(msg);
+                return Handed::Reply(self.awaited[i].sequence);
+            }
+        }
+        // A message that is no reply awaited is kept even while no wait takes any: it may be
+        // the reply to a command sent with `post`, whose caller receives it later. An event
+        // without a handler is kept only for a wait that runs.
+        if self.queue_unclaimed(Ok(msg), !event) {
+            return Handed::Unclaimed;
+        }
+        if !event {
+            self.counts.dropped += 1;
+        }
+        Handed::Dropped
+    }
+
+    /// Hands over the refusal `err` of an element just taken off the ring: queued for
+    /// the waits that take any message if one runs (returns `true`), else counted as
+    /// dropped.
+    pub(crate) fn hand_over_refusal(&mut self, err: Error) -> bool {
+        if self.queue_unclaimed(Err(err), false) {
+            return true;
+        }
+        self.counts.dropped += 1;
+        false
+    }
+
+    /// Queues `item` for the waits that take any message, if one runs (or `kept`, for a
+    /// later one) and there is room.
+    fn queue_unclaimed(&mut self, item: Result<GspMessage>, kept: bool) -> bool {
+        if (self.listeners == 0 && !kept) || self.unclaimed.len() >= UNCLAIMED_MAX {
+            return false;
+        }
+        if self.unclaimed.push(item, GFP_KERNEL).is_err() {
+            return false;
+        }
+        self.counts.unclaimed += 1;
+        true
+    }
+}
