@@ -11,7 +11,8 @@
 //!
 //! `cargo run --release -p vgsp-bench -- --variants` does the same and also measures the
 //! driver's other barrier variants in the same run, printing acq-rel / all-Full (and
-//! acq-rel / seed) for every queue figure: see [Barrier variants](#barrier-variants).
+//! acq-rel / seed) for every queue figure but the RPC throughput of several callers: see
+//! [Barrier variants](#barrier-variants).
 //!
 //! # Repetitions and medians
 //!
@@ -98,6 +99,32 @@
 //!   the 80-byte header: a 4 KiB payload takes two slots (both sides copy only the
 //!   header and the payload it announces), so this against `cmd_4k_mbps` shows what the
 //!   second slot costs.
+//! - `rpc_1caller_per_s`, `rpc_2callers_per_s`, `rpc_8callers_per_s`: RPC throughput (RPCs
+//!   a second) of one, two and eight callers sharing one queue, as the driver's threads
+//!   share it ([`queue::rpc_throughput`]). Each caller calls
+//!   [`Cmdq::send_command`](nova_core::gsp::cmdq::Cmdq::send_command) in a loop with an
+//!   [`Echo`](nova_core::gsp::commands::Echo) of [`queue::RPC_PAYLOAD`] (256) bytes, about
+//!   the parameters of a typical RM control (one slot each way), and checks that the reply
+//!   is its payload; every caller has a payload of its own, so a reply handed to the wrong
+//!   caller is caught. A failed or wrong reply fails the figure with its error; it is never
+//!   counted. Several RPCs may be in flight at once, each reply reaching its caller. The
+//!   GSP busy-polls, the doorbell observed. The callers are threads of their own
+//!   (`bench-caller`), made anew each repetition after the rings have been warmed, and all
+//!   pinned to the driver's CPU: the GSP is a processor of its own, so a caller on the GSP
+//!   thread's CPU would take from it time that a real GSP never loses. On the two vCPUs this
+//!   runs on, the callers therefore share one CPU: the figures show what several RPCs in
+//!   flight save or cost there (hand-overs between the callers, sleeps and wake-ups), not
+//!   what more driver CPUs would add; and since the virtual GSP answers within a
+//!   microsecond, not what overlapping RPCs would hide of a slow firmware's latency. The
+//!   clock starts once every caller is ready and stops when the last has returned; the RPCs
+//!   counted are all those the callers completed, the last ones in flight included.
+//! - `rpc_1caller_onelock_per_s`, `rpc_2callers_onelock_per_s`,
+//!   `rpc_8callers_onelock_per_s`: the same callers and the same workload, each
+//!   `send_command` called with one lock of the benchmark's (a [`kernel::sync::Mutex`])
+//!   held across it, send and reply: upstream's design (Linux 7.3's nova-core holds one
+//!   mutex across a command and its reply), so one RPC is in flight at a time. It is our
+//!   queue under that lock, not upstream's code: against the figures above it measures what
+//!   letting several RPCs be in flight gains, not what our queue costs over upstream's.
 //!
 //! The peer ([`peer`]):
 //!
@@ -118,11 +145,21 @@
 //!
 //! [`RATIOS`]: the round trip over the ping-pong (goal at most 2, GSP busy), the 64 KiB
 //! command throughput over the 64 KiB cross-core stream (goal at least 0.8), and the
-//! 4 KiB command throughput over rtrb's (goal at least 1); then, for information, the
-//! other round trips over the ping-pong and the other throughputs over their limits.
-//! Goals are printed, never asserted. The ratio of the acquire/release driver over the
-//! all-`Full` one is measured by `--variants` only; without it the report lists it as
-//! pending ([`PENDING`]).
+//! 4 KiB command throughput over rtrb's (goal at least 1); the RPC throughput of the
+//! shared queue over that of the same callers under one lock (upstream's design), for 2
+//! and for 8 callers (`rpc2_over_onelock2`, `rpc8_over_onelock8`: goal at least 1, several
+//! RPCs in flight never lose to one at a time) and for 1 caller (`rpc1_over_onelock1`:
+//! goal about 1, between 0.9 and 1.1: a lone caller takes the one lock uncontended, tens of
+//! nanoseconds of an RPC of a microsecond or more, so a larger difference is the
+//! machine's weather or a harness unfair to one side); then, for information, the other
+//! round trips over the ping-pong, the other throughputs over their limits, and the RPC
+//! throughput of 2 and of 8 callers over that of 1 (`rpc2_over_rpc1`, `rpc8_over_rpc1`:
+//! no goal, since the callers share the driver's one CPU and the GSP thread serves one
+//! command at a time, so more callers can gain only what overlaps one caller's work
+//! with the GSP's, and lose the hand-overs between them: the design is judged against
+//! one lock, not against the number of CPUs). Goals are printed, never asserted. The
+//! ratio of the acquire/release driver over the all-`Full` one is measured by
+//! `--variants` only; without it the report lists it as pending ([`PENDING`]).
 //!
 //! # Barrier variants
 //!
@@ -140,7 +177,12 @@
 //! - `--variants` ([`variants`]): first has cargo build this binary with each of the two
 //!   features into `target/bench-variants` (release), then runs the usual repetitions;
 //!   each repetition of each queue figure is followed at once by the same repetition in
-//!   each variant's binary (`--measure-one KEY`, a process a figure). The table then gives
+//!   each variant's binary (`--measure-one KEY`, a process a figure). The RPC throughput
+//!   figures (`rpc_*_per_s`, [`FigureSpec::across_variants`]) are left out: they compare
+//!   the queue's locking with upstream's, whichever the barriers, and the threads of up to
+//!   eight callers sharing one CPU make them swing far more than a barrier's cost, so
+//!   against all-Full they would only add verdicts decided by the scheduler (and a dozen
+//!   processes a repetition). The table then gives
 //!   each queue figure for acq-rel, all-full and seed with the per-repetition ratios
 //!   acq-rel / all-full (goal: never slower, at most 1 for a round trip, at least 1 for a
 //!   throughput) and acq-rel / seed, and the JSON file `variants` and `variant_ratios`
@@ -157,7 +199,8 @@
 //! # Profiling
 //!
 //! `--only KEY,...` measures only those figures. The agents' threads are named
-//! `bench-driver` and `bench-gsp` (`perf report --sort comm,symbol`). For instruction
+//! `bench-driver` and `bench-gsp`, the callers of the RPC throughput `bench-caller`
+//! (`perf report --sort comm,symbol`). For instruction
 //! counts that do not depend on the machine's weather, `examples/turns.rs` runs the
 //! driver and the GSP in turns on one thread, under callgrind.
 
@@ -310,6 +353,8 @@ pub enum Unit {
     GBps,
     /// 10^6 bytes of payload a second (a stream: also messages a second).
     MBps,
+    /// RPCs completed a second (a throughput of commands sent and answered).
+    RpcPerS,
 }
 
 impl Unit {
@@ -319,6 +364,7 @@ impl Unit {
             Self::Ns => "ns",
             Self::GBps => "GB/s",
             Self::MBps => "MB/s",
+            Self::RpcPerS => "RPC/s",
         }
     }
 }
@@ -342,6 +388,13 @@ pub enum Measure {
     Commands(usize),
     /// [`peer::rtrb_stream`] of messages of this many bytes.
     Rtrb(usize),
+    /// [`queue::rpc_throughput`] of this many callers, this many RPCs in flight.
+    Rpcs {
+        /// The threads calling.
+        callers: usize,
+        /// Whether one lock is held across every RPC.
+        in_flight: queue::InFlight,
+    },
 }
 
 /// One figure of the report.
@@ -380,9 +433,19 @@ impl FigureSpec {
     pub fn variant(&self) -> Option<&'static str> {
         matches!(
             self.measure,
-            Measure::EchoRoundTrip(..) | Measure::Commands(..)
+            Measure::EchoRoundTrip(..) | Measure::Commands(..) | Measure::Rpcs { .. }
         )
         .then_some(VARIANT)
+    }
+
+    /// Returns whether `--variants` measures the figure in the other barrier variants too:
+    /// the queue's figures of one caller, not the RPC throughput of several (see
+    /// [Barrier variants](crate#barrier-variants)).
+    pub fn across_variants(&self) -> bool {
+        matches!(
+            self.measure,
+            Measure::EchoRoundTrip(..) | Measure::Commands(..)
+        )
     }
 }
 
@@ -519,6 +582,66 @@ pub const FIGURES: &[FigureSpec] = &[
         measure: Measure::Commands(ONE_SLOT_PAYLOAD),
     },
     FigureSpec {
+        key: "rpc_1caller_per_s",
+        section: Section::Queue,
+        label: "echo 256 B RPCs, 1 caller",
+        unit: Unit::RpcPerS,
+        measure: Measure::Rpcs {
+            callers: 1,
+            in_flight: queue::InFlight::Many,
+        },
+    },
+    FigureSpec {
+        key: "rpc_2callers_per_s",
+        section: Section::Queue,
+        label: "echo 256 B RPCs, 2 callers",
+        unit: Unit::RpcPerS,
+        measure: Measure::Rpcs {
+            callers: 2,
+            in_flight: queue::InFlight::Many,
+        },
+    },
+    FigureSpec {
+        key: "rpc_8callers_per_s",
+        section: Section::Queue,
+        label: "echo 256 B RPCs, 8 callers",
+        unit: Unit::RpcPerS,
+        measure: Measure::Rpcs {
+            callers: 8,
+            in_flight: queue::InFlight::Many,
+        },
+    },
+    FigureSpec {
+        key: "rpc_1caller_onelock_per_s",
+        section: Section::Queue,
+        label: "echo 256 B RPCs, 1 caller, one lock (upstream)",
+        unit: Unit::RpcPerS,
+        measure: Measure::Rpcs {
+            callers: 1,
+            in_flight: queue::InFlight::One,
+        },
+    },
+    FigureSpec {
+        key: "rpc_2callers_onelock_per_s",
+        section: Section::Queue,
+        label: "echo 256 B RPCs, 2 callers, one lock (upstream)",
+        unit: Unit::RpcPerS,
+        measure: Measure::Rpcs {
+            callers: 2,
+            in_flight: queue::InFlight::One,
+        },
+    },
+    FigureSpec {
+        key: "rpc_8callers_onelock_per_s",
+        section: Section::Queue,
+        label: "echo 256 B RPCs, 8 callers, one lock (upstream)",
+        unit: Unit::RpcPerS,
+        measure: Measure::Rpcs {
+            callers: 8,
+            in_flight: queue::InFlight::One,
+        },
+    },
+    FigureSpec {
         key: "rtrb_4k_mbps",
         section: Section::Peer,
         label: "rtrb, 4 KiB messages",
@@ -556,8 +679,10 @@ pub const FIGURES: &[FigureSpec] = &[
 ];
 
 /// The order the figures of one repetition are measured in: the two figures of every
-/// ratio back to back, so that a change of the machine's weather between them is
-/// unlikely. A permutation of the keys of [`FIGURES`].
+/// ratio with a goal back to back, so that a change of the machine's weather between them
+/// is unlikely, and those of the other ratios as close as that allows (a figure divided
+/// by three others cannot be next to all of them: `rpc_8callers_per_s` is one figure away
+/// from `rpc_1caller_per_s`). A permutation of the keys of [`FIGURES`].
 pub const MEASURE_ORDER: &[&str] = &[
     "pingpong_rt_ns",
     "echo8_rt_busy_ns",
@@ -576,6 +701,12 @@ pub const MEASURE_ORDER: &[&str] = &[
     "cmd_16k_mbps",
     "rtrb_16k_mbps",
     "cmd_256k_mbps",
+    "rpc_2callers_onelock_per_s",
+    "rpc_2callers_per_s",
+    "rpc_1caller_per_s",
+    "rpc_1caller_onelock_per_s",
+    "rpc_8callers_per_s",
+    "rpc_8callers_onelock_per_s",
     "memcpy_4k_gbps",
     "memcpy_64k_gbps",
     "checksum_4k_gbps",
@@ -589,6 +720,8 @@ pub enum Goal {
     AtMost(f64),
     /// The ratio must reach this.
     AtLeast(f64),
+    /// The ratio must lie between these two, both included.
+    Between(f64, f64),
 }
 
 impl Goal {
@@ -597,6 +730,7 @@ impl Goal {
         match self {
             Self::AtMost(bound) => ratio <= bound,
             Self::AtLeast(bound) => ratio >= bound,
+            Self::Between(low, high) => (low..=high).contains(&ratio),
         }
     }
 }
@@ -637,6 +771,27 @@ pub const RATIOS: &[RatioSpec] = &[
         label: "4 KiB commands / rtrb 4 KiB",
         num: "cmd_4k_mbps",
         den: "rtrb_4k_mbps",
+        goal: Some(Goal::AtLeast(1.0)),
+    },
+    RatioSpec {
+        key: "rpc1_over_onelock1",
+        label: "RPCs, 1 caller: shared queue / one lock",
+        num: "rpc_1caller_per_s",
+        den: "rpc_1caller_onelock_per_s",
+        goal: Some(Goal::Between(0.9, 1.1)),
+    },
+    RatioSpec {
+        key: "rpc2_over_onelock2",
+        label: "RPCs, 2 callers: shared queue / one lock",
+        num: "rpc_2callers_per_s",
+        den: "rpc_2callers_onelock_per_s",
+        goal: Some(Goal::AtLeast(1.0)),
+    },
+    RatioSpec {
+        key: "rpc8_over_onelock8",
+        label: "RPCs, 8 callers: shared queue / one lock",
+        num: "rpc_8callers_per_s",
+        den: "rpc_8callers_onelock_per_s",
         goal: Some(Goal::AtLeast(1.0)),
     },
     RatioSpec {
@@ -714,6 +869,20 @@ pub const RATIOS: &[RatioSpec] = &[
         label: "rtrb 64 KiB / cross-core stream 64 KiB",
         num: "rtrb_64k_mbps",
         den: "stream_64k_mbps",
+        goal: None,
+    },
+    RatioSpec {
+        key: "rpc2_over_rpc1",
+        label: "RPCs, shared queue: 2 callers / 1 caller",
+        num: "rpc_2callers_per_s",
+        den: "rpc_1caller_per_s",
+        goal: None,
+    },
+    RatioSpec {
+        key: "rpc8_over_rpc1",
+        label: "RPCs, shared queue: 8 callers / 1 caller",
+        num: "rpc_8callers_per_s",
+        den: "rpc_1caller_per_s",
         goal: None,
     },
 ];
@@ -797,6 +966,12 @@ impl Bench {
                 queue::command_stream(cfg, self.bars.get(queue::Bell::Observed), n)?
             }
             Measure::Rtrb(n) => peer::rtrb_stream(cfg, n),
+            Measure::Rpcs { callers, in_flight } => queue::rpc_throughput(
+                cfg,
+                self.bars.get(queue::Bell::Observed),
+                callers,
+                in_flight,
+            )?,
         })
     }
 }
@@ -840,7 +1015,7 @@ pub fn run_with_variants(
         progress(&format!("repetition {}/{}", rep + 1, bench.cfg.reps));
         for &i in &order {
             samples[i].push(bench.measure(figures[i])?);
-            if figures[i].variant().is_none() {
+            if !figures[i].across_variants() {
                 continue;
             }
             for (v, variant) in variants.iter().enumerate() {
@@ -859,7 +1034,7 @@ pub fn run_with_variants(
             let measured = figures
                 .iter()
                 .zip(per_figure)
-                .filter(|(f, _)| f.variant().is_some())
+                .filter(|(f, _)| f.across_variants())
                 .map(|(f, s)| (*f, s))
                 .collect();
             (v.name, measured)

@@ -14,8 +14,9 @@
 //!   `Full`, and the seed's pre-fix barriers) and prints this build's queue figures over
 //!   theirs, acq-rel / all-Full among them: builds this binary with each variant's feature
 //!   into `target/bench-variants` first (cargo, release), then runs each variant's binary
-//!   for each repetition of each queue figure, right after this build's
-//!   ([`vgsp_bench::variants`]). Only from a build of the design (no variant feature).
+//!   for each repetition of each queue figure but the RPC throughput of several callers,
+//!   right after this build's ([`vgsp_bench::variants`]). Only from a build of the design
+//!   (no variant feature).
 //! - `--measure-one KEY`: one repetition of one figure, printed as one line for
 //!   `--variants` (no table, no JSON file).
 //!

@@ -75,6 +75,36 @@ where
     })
 }
 
+/// Runs `thread(0)`, ..., `thread(n - 1)`, each on a thread of its own named `name` and
+/// pinned to `cpu`, while `main` runs on the calling thread; returns what `main` returned
+/// and what each thread returned, in order, once all have returned. A thread that cannot
+/// be pinned runs unpinned (and [`all_pinned`] says so). A panic on any thread is raised
+/// again on the caller's.
+pub(crate) fn run_beside<R, T>(
+    cpu: usize,
+    name: &str,
+    n: usize,
+    thread: impl Fn(usize) -> T + Sync,
+    main: impl FnOnce() -> R,
+) -> (R, Vec<T>)
+where
+    T: Send,
+{
+    std::thread::scope(|s| {
+        let thread = &thread;
+        let threads: Vec<_> = (0..n)
+            .map(|i| {
+                spawn(s, name, move || {
+                    pin_current_thread(cpu);
+                    thread(i)
+                })
+            })
+            .collect();
+        let r = main();
+        (r, threads.into_iter().map(join).collect())
+    })
+}
+
 /// Spawns `f` on a thread named `name` (what `perf report --sort comm` shows).
 fn spawn<'scope, T: Send + 'scope>(
     s: &'scope std::thread::Scope<'scope, '_>,

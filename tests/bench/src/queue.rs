@@ -6,13 +6,19 @@
 
 use std::{
     hint::spin_loop,
-    sync::atomic::{
-        AtomicBool,
-        Ordering::{
-            Acquire,
-            Release, //
+    sync::{
+        atomic::{
+            AtomicBool,
+            AtomicUsize,
+            Ordering::{
+                Acquire,
+                Relaxed,
+                Release, //
+            }, //
         },
+        Barrier,
     },
+    thread::sleep,
     time::{
         Duration,
         Instant, //
@@ -22,6 +28,10 @@ use std::{
 use kernel::{
     io::register::Register,
     prelude::*,
+    sync::{
+        new_mutex,
+        Mutex, //
+    },
     time::Delta,
     vdev::SimBar, //
 };
@@ -32,6 +42,7 @@ use nova_core::gsp::{
     },
     commands::{
         Echo,
+        EchoReply,
         Sink, //
     },
     fw::{
@@ -56,7 +67,11 @@ use vgsp_kunit::{
 };
 
 use crate::{
-    pin::run_pinned,
+    pin::{
+        run_beside,
+        run_pinned,
+        DRIVER_CPU, //
+    },
     util::{
         fill_pattern,
         nanos,
@@ -74,6 +89,12 @@ const ECHO_PAYLOAD: [u8; 8] = *b"vgsp-rt!";
 const REPLY_TIMEOUT: Delta = Delta::from_secs(2);
 /// 10^6: MB/s.
 const MEGA: f64 = 1e6;
+/// The payload of the RPC throughput's echoes: about the parameters of a typical RM
+/// control; with the 80-byte element header and the 8-byte echo header, one slot each way.
+pub const RPC_PAYLOAD: usize = 256;
+/// The longest the coordinator of the RPC throughput sleeps at a time once the sample
+/// time is over, while the callers have not yet done `min_iters` RPCs between them.
+const RPC_COORDINATOR_NAP: Duration = Duration::from_micros(100);
 
 /// How the GSP thread waits for work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,16 +217,16 @@ pub fn serve_busy(gsp: &mut Vgsp<'_>, stop: &AtomicBool) -> Result {
 fn with_pair<R: Send>(
     bar: &SimBar<BAR0_SIZE>,
     mode: GspMode,
-    driver: impl FnOnce(&mut Cmdq, &Bar0<'_>) -> Result<R> + Send,
+    driver: impl FnOnce(&Cmdq, &Bar0<'_>) -> Result<R> + Send,
 ) -> Result<R> {
-    let mut cmdq = Cmdq::new(kernel::vdev::device()?)?;
+    let cmdq = KBox::pin_init(Cmdq::new(kernel::vdev::device()?), GFP_KERNEL)?;
     // SAFETY: The view is used only by the GSP thread, which `run_pinned` joins before
     // `cmdq`, which owns the memory, is dropped at the end of this function.
     let view = unsafe { gsp_view(&cmdq) };
     let stop = AtomicBool::new(false);
     let (driven, served) = run_pinned(
         || {
-            let r = driver(&mut cmdq, bar.io());
+            let r = driver(&cmdq, bar.io());
             // ORDERING: `Release` pairs with the `Acquire` loads in `serve_busy` and `serve`;
             // the kick wakes the GSP if it sleeps on the doorbell.
             stop.store(true, Release);
@@ -230,7 +251,7 @@ fn with_pair<R: Send>(
 ///
 /// - `EIO` if the reply is not the echo of this command.
 /// - Any error of the send or the receive.
-fn echo(cmdq: &mut Cmdq, bar: &Bar0<'_>) -> Result {
+fn echo(cmdq: &Cmdq, bar: &Bar0<'_>) -> Result {
     let seq = cmdq.post(bar, &Echo(&ECHO_PAYLOAD))?;
     let reply = cmdq.receive_any(REPLY_TIMEOUT)?;
     if reply.function() != Ok(MsgFunction::VgspEcho)
@@ -302,7 +323,7 @@ pub fn rpc_shape(len: usize) -> (usize, u32) {
 ///
 /// - `EIO` if the message is not a successful reply to such a command.
 /// - Any error of the receive other than `ETIMEDOUT`.
-fn sink_reply(cmdq: &mut Cmdq, timeout: Delta) -> Result<bool> {
+fn sink_reply(cmdq: &Cmdq, timeout: Delta) -> Result<bool> {
     match cmdq.receive_any(timeout) {
         Ok(msg) if msg.function() == Ok(SINK_FUNCTION) && msg.rpc_result == fw::NV_OK => Ok(true),
         Ok(_) => Err(EIO),
@@ -321,7 +342,7 @@ pub fn command_stream(cfg: &Config, bar: &SimBar<BAR0_SIZE>, len: usize) -> Resu
     let rate = with_pair(bar, GspMode::Busy, |cmdq, bar| {
         let mut payload = std::vec![0u8; len];
         fill_pattern(&mut payload, 4);
-        let send_and_drain = |cmdq: &mut Cmdq, sent: &mut usize, received: &mut usize| {
+        let send_and_drain = |cmdq: &Cmdq, sent: &mut usize, received: &mut usize| {
             cmdq.post(bar, &Sink(&payload))?;
             *sent += 1;
             while sink_reply(cmdq, Delta::ZERO)? {
@@ -329,7 +350,7 @@ pub fn command_stream(cfg: &Config, bar: &SimBar<BAR0_SIZE>, len: usize) -> Resu
             }
             Ok::<(), Error>(())
         };
-        let drain_all = |cmdq: &mut Cmdq, sent: usize, received: &mut usize| {
+        let drain_all = |cmdq: &Cmdq, sent: usize, received: &mut usize| {
             while *received < sent {
                 if !sink_reply(cmdq, REPLY_TIMEOUT)? {
                     return Err(ETIMEDOUT);
@@ -353,6 +374,122 @@ pub fn command_stream(cfg: &Config, bar: &SimBar<BAR0_SIZE>, len: usize) -> Resu
         }
         drain_all(cmdq, sent, &mut received)?;
         Ok(span.rate(sent * len, MEGA))
+    })?;
+    Ok(Sample::rate(rate))
+}
+
+/// How many RPCs may be in flight at once in the RPC throughput.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InFlight {
+    /// Our design: every caller sends and waits when it likes, each reply reaching its
+    /// caller.
+    Many,
+    /// Upstream's design: one lock of the benchmark's held across each RPC, its send and
+    /// its reply.
+    One,
+}
+
+/// Sends `payload` as an [`Echo`] and waits for its reply ([`Cmdq::send_command`]),
+/// holding `one_lock` across both if given, and checks that the reply is `payload`.
+///
+/// # Errors
+///
+/// - `EIO` if the reply is not `payload`.
+/// - Any error of [`Cmdq::send_command`].
+fn echo_rpc(cmdq: &Cmdq, bar: &Bar0<'_>, payload: &[u8], one_lock: Option<&Mutex<()>>) -> Result {
+    let _held = one_lock.map(|lock| lock.lock());
+    let EchoReply(echoed) = cmdq.send_command(bar, Echo(payload))?;
+    if echoed[..] != payload[..] {
+        return Err(EIO);
+    }
+    Ok(())
+}
+
+/// Measures the throughput of `callers` threads pinned to the driver's CPU, each sending
+/// [`RPC_PAYLOAD`]-byte echoes with [`Cmdq::send_command`] in a loop through one queue,
+/// `in_flight` saying whether one lock is held across every RPC; the GSP busy-polls, the
+/// doorbell in `bar`. RPCs completed by all the callers a second.
+///
+/// # Errors
+///
+/// - `ENOMEM` if the shared memory or the lock cannot be had.
+/// - `EIO` if a reply is not the payload of its command.
+/// - Any other error of a caller's RPC, or of the GSP.
+pub fn rpc_throughput(
+    cfg: &Config,
+    bar: &SimBar<BAR0_SIZE>,
+    callers: usize,
+    in_flight: InFlight,
+) -> Result<Sample> {
+    let rate = with_pair(bar, GspMode::Busy, |cmdq, bar| {
+        let one_lock = match in_flight {
+            InFlight::Many => None,
+            InFlight::One => Some(KBox::pin_init(
+                new_mutex!((), "vgsp-bench one RPC in flight"),
+                GFP_KERNEL,
+            )?),
+        };
+        let one_lock = one_lock.as_deref();
+        // A payload of its own for every caller: a reply handed to another caller is
+        // caught.
+        let payloads: Vec<Vec<u8>> = (0..callers)
+            .map(|i| {
+                let mut payload = std::vec![0u8; RPC_PAYLOAD];
+                // CAST: a handful of callers.
+                fill_pattern(&mut payload, 16 + i as u64);
+                payload
+            })
+            .collect();
+        // Twice round both rings: every slot touched, the caches and the GSP warm.
+        for _ in 0..2 * fw::MSGQ_NUM_PAGES {
+            echo_rpc(cmdq, bar, &payloads[0], one_lock)?;
+        }
+
+        let (ready, go) = (Barrier::new(callers + 1), Barrier::new(callers + 1));
+        let (done, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
+        let caller = |i: usize| {
+            let payload = &payloads[i];
+            ready.wait();
+            go.wait();
+            let mut rpcs = 0;
+            // ORDERING: `Acquire` pairs with the `Release` stores below and in the
+            // coordinator; it only hands over the stop request.
+            while !stop.load(Acquire) {
+                if let Err(e) = echo_rpc(cmdq, bar, payload, one_lock) {
+                    // ORDERING: `Release`, as above: the other callers and the
+                    // coordinator stop.
+                    stop.store(true, Release);
+                    return Err(e);
+                }
+                rpcs += 1;
+                // ORDERING: `Relaxed`: a count the coordinator only compares with
+                // `min_iters`; the total is what the callers return, joined.
+                done.fetch_add(1, Relaxed);
+            }
+            Ok::<usize, Error>(rpcs)
+        };
+        let (span, rpcs) = run_beside(DRIVER_CPU, "bench-caller", callers, caller, || {
+            // Every caller is pinned and waiting: the clock starts before any of them
+            // does.
+            ready.wait();
+            let span = Span::start(cfg);
+            go.wait();
+            // ORDERING: `Acquire`, as in the callers; `Relaxed` for the count, as there.
+            while !stop.load(Acquire) && !span.over(done.load(Relaxed)) {
+                sleep(span.left().max(RPC_COORDINATOR_NAP));
+            }
+            // ORDERING: `Release`, as in the callers.
+            stop.store(true, Release);
+            span
+        });
+        // Every caller has returned: the last RPCs in flight are in the count and in the
+        // time.
+        let mut total = 0;
+        for n in rpcs {
+            total += n?;
+        }
+        // `rate` of RPCs in units of one: RPCs a second.
+        Ok(span.rate(total, 1.0))
     })?;
     Ok(Sample::rate(rate))
 }

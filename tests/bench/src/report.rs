@@ -226,7 +226,7 @@ impl Report {
                 let goal = (name == "all-full" && VARIANT == DESIGN_VARIANT).then_some(
                     match theirs.spec.unit {
                         Unit::Ns => Goal::AtMost(1.0),
-                        Unit::GBps | Unit::MBps => Goal::AtLeast(1.0),
+                        Unit::GBps | Unit::MBps | Unit::RpcPerS => Goal::AtLeast(1.0),
                     },
                 );
                 self.variant_ratios.push(VariantRatio {
@@ -377,7 +377,7 @@ impl Report {
             let _ = write!(head, " {:>17}", format!("{VARIANT}/{}", v.name));
         }
         let _ = writeln!(out, "{head}  goal");
-        for ours in self.figures.iter().filter(|f| f.spec.variant().is_some()) {
+        for ours in self.figures.iter().filter(|f| f.spec.across_variants()) {
             let unit = ours.spec.unit.symbol();
             let mut line = format!(
                 "{:<46} {:>11}",
@@ -607,11 +607,12 @@ fn ratio(v: f64) -> String {
     format!("{v:.2}")
 }
 
-/// Returns a goal as `<= 2` or `>= 0.8`.
+/// Returns a goal as `<= 2`, `>= 0.8` or `0.9..1.1`.
 fn goal_text(goal: Goal) -> String {
     match goal {
         Goal::AtMost(b) => format!("<= {b}"),
         Goal::AtLeast(b) => format!(">= {b}"),
+        Goal::Between(low, high) => format!("{low}..{high}"),
     }
 }
 
@@ -689,6 +690,25 @@ mod tests {
         order.sort_unstable();
         keys.sort_unstable();
         assert_eq!(order, keys);
+    }
+
+    #[test]
+    fn the_figures_of_every_goal_are_measured_back_to_back() {
+        let at = |key: &str| crate::MEASURE_ORDER.iter().position(|k| *k == key);
+        for r in RATIOS.iter().filter(|r| r.goal.is_some()) {
+            let (Some(num), Some(den)) = (at(r.num), at(r.den)) else {
+                panic!("{}: a figure is not in MEASURE_ORDER", r.key);
+            };
+            assert_eq!(num.abs_diff(den), 1, "{}", r.key);
+        }
+    }
+
+    #[test]
+    fn a_goal_between_two_bounds_includes_both() {
+        let goal = Goal::Between(0.9, 1.1);
+        assert!(goal.met(0.9) && goal.met(1.0) && goal.met(1.1));
+        assert!(!goal.met(0.89) && !goal.met(1.11));
+        assert_eq!(goal_text(goal), "0.9..1.1");
     }
 
     #[test]

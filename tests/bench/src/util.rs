@@ -154,6 +154,11 @@ impl Span {
         iters >= self.min_iters && self.start.elapsed() >= self.sample_time
     }
 
+    /// Returns how much of `sample_time` is left (zero once it has run out).
+    pub(crate) fn left(&self) -> Duration {
+        self.sample_time.saturating_sub(self.start.elapsed())
+    }
+
     /// Returns the rate of `bytes` moved since the start, in units of `unit` bytes a
     /// second.
     pub(crate) fn rate(&self, bytes: usize, unit: f64) -> f64 {
