@@ -61,8 +61,9 @@
 //! (`wait_interruptible_timeout`) on the wait queue of what it waits for (one of eight by
 //! the command's `rpc.sequence`, or the queue of the waits that take any message), until
 //! woken or its own timeout ends, so a reply handed over wakes its caller and seldom
-//! another. Whenever a wait stops receiving or ends while nobody receives, it wakes the
-//! waits of one queue on which some sleep: one of them takes over the ring. So every
+//! another. Whenever a wait stops receiving or ends while nobody receives, it wakes one
+//! wait asleep on a queue, which takes over the ring (or, finding what it waits for,
+//! ends and passes on in turn). So every
 //! caller's timeout is its own, and a slow caller holds up nobody: the receiver hands every
 //! message over as it comes, whoever it is for.
 //!
@@ -79,11 +80,16 @@
 //! for itself); a message that must be answered is taken by a wait instead (as the
 //! bring-up takes `GSP_RUN_CPU_SEQUENCER`).
 //!
-//! Real GSP firmware answers the commands of `cpuq` one at a time, in order. Were it not
-//! to copy `rpc.sequence` into its replies, [`ReplyMatch::InOrder`] gives each reply to
-//! the oldest awaited command of its function, which is then exact as long as every
-//! command that gets a reply is sent with its reply awaited; the design otherwise stays
-//! as it is.
+//! Real GSP firmware answers the commands of `cpuq` one at a time, in the order it
+//! consumed them; upstream's queue and nouveau's r535 code take the next reply of the
+//! function they wait for, which that order makes right with one command in flight. This
+//! queue matches a reply by `rpc.sequence`, which the virtual GSP copies from the command.
+//! Were firmware not to copy it, [`ReplyMatch::InOrder`] gives each reply to the oldest
+//! awaited command of its function, exact as long as every command that gets a reply is
+//! sent with its reply awaited. Nothing else changes: callers still have commands in
+//! flight at once and nobody waits for another's reply; what is lost is the check that a
+//! reply is its command's (a reply the firmware dropped would shift the replies of that
+//! function onto the next callers, where by sequence it is a timeout for one caller).
 //!
 //! # Waiting
 //!
@@ -1325,13 +1331,14 @@ impl Cmdq {
         }
     }
 
-    /// If nobody receives, wakes the waits of one queue on which some sleep, so that one
-    /// of them takes over the ring: called whenever a wait stops receiving or ends.
+    /// If nobody receives, wakes one wait asleep on a queue, so that it takes over the
+    /// ring: called whenever a wait stops receiving or ends. One suffices: the wait woken
+    /// either finds what it waits for, and passes on in turn as it ends, or receives.
     /// `replies` is held.
     fn pass_on(&self, replies: &Replies) {
         if !replies.receiving {
             if let Some(queue) = replies.a_sleeping_queue() {
-                self.queues[queue].notify_all();
+                self.queues[queue].notify_one();
             }
         }
     }
