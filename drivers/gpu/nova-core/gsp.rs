@@ -88,6 +88,9 @@ impl EventHandler for GspLog {
 /// The one [`GspLog`]: it keeps no state, so every GSP's queue can use it.
 static GSP_LOG: GspLog = GspLog;
 
+/// The events of the GSP's log, which [`GSP_LOG`] handles.
+const LOG_FUNCTIONS: [MsgFunction; 2] = [MsgFunction::UcodeLibosPrint, MsgFunction::OsErrorLog];
+
 /// The GSP as the driver sees it. Shared by reference by the driver's threads, as its
 /// [`Cmdq`] is.
 #[pin_data]
@@ -121,7 +124,7 @@ impl Gsp {
             args: args?,
         }? Error)
         .pin_chain(|gsp| {
-            for function in [MsgFunction::UcodeLibosPrint, MsgFunction::OsErrorLog] {
+            for function in LOG_FUNCTIONS {
                 gsp.cmdq.on_event(function, &GSP_LOG)?;
             }
             Ok(())
@@ -130,7 +133,7 @@ impl Gsp {
 
     /// Returns the number of lines of the GSP's log received so far.
     pub fn log_lines(&self) -> u64 {
-        [MsgFunction::UcodeLibosPrint, MsgFunction::OsErrorLog]
+        LOG_FUNCTIONS
             .into_iter()
             .map(|f| self.cmdq.events_dispatched(f))
             .sum()

@@ -102,6 +102,16 @@ pub enum Item {
     Other,
 }
 
+impl Item {
+    /// The access this item is, if it is one (plain, acquire or release).
+    pub fn access(&self) -> Option<Access> {
+        match *self {
+            Self::Access(a) | Self::Acquire(a) | Self::Release(a) => Some(a),
+            Self::Order { .. } | Self::Other => None,
+        }
+    }
+}
+
 /// The ordering graph of one agent.
 pub struct Graph {
     succ: Vec<Vec<u32>>,
@@ -130,11 +140,7 @@ impl Graph {
         let mut acquired: Option<usize> = None;
         let mut released: (Option<usize>, Vec<usize>) = (None, Vec::new());
         for (i, item) in items.iter().enumerate() {
-            let access = match *item {
-                Item::Access(a) | Item::Acquire(a) | Item::Release(a) => Some(a),
-                _ => None,
-            };
-            if access.is_some() {
+            if item.access().is_some() {
                 if let Some(a) = acquired {
                     edge(a, i, &mut succ);
                 }
@@ -175,13 +181,7 @@ impl Graph {
                     let chain = chains.entry((before, after)).or_insert_with(|| Chain {
                         last: None,
                         pending: (0..i)
-                            .filter(|&j| {
-                                matches!(
-                                    items[j],
-                                    Item::Access(a) | Item::Acquire(a) | Item::Release(a)
-                                        if before.matches(&a)
-                                )
-                            })
+                            .filter(|&j| items[j].access().is_some_and(|a| before.matches(&a)))
                             .collect(),
                     });
                     for p in chain.pending.drain(..) {

@@ -33,6 +33,19 @@
 //! checks this hand-over (`tests/model`: the two-caller scenario, and the contract
 //! checker's lock litmus tests).
 //!
+//! # Barrier variants (benchmark only)
+//!
+//! Two Cargo features change the barriers above and nothing else, so that `tests/bench`
+//! can measure this design against the alternatives. Both are off by default, no normal
+//! build or test enables them, and neither is ever meant for use:
+//!
+//! - `all-full`: every `dma_mb` of the driver and the virtual GSP emits the `Full`
+//!   instruction (the shim's `dma-mb-all-full`); no line here changes.
+//! - `seed-barriers`: the seed's pre-fix placement, the known bug this design fixes:
+//!   [`DmaGspMem::advance_cpu_write_ptr`] stores the pointer with no barrier before it and
+//!   a `fence(SeqCst)` after it, and [`DmaGspMem::gsp_write_ptr`] has no barrier after its
+//!   load. The ordering proof's seed regression shows it wrong.
+//!
 //! # Sharing
 //!
 //! A [`Cmdq`] is shared by reference by every thread of the driver, as upstream's is.
@@ -63,9 +76,8 @@
 //! woken or its own timeout ends, so a reply handed over wakes its caller and seldom
 //! another. Whenever a wait stops receiving or ends while nobody receives, it wakes one
 //! wait asleep on a queue, which takes over the ring (or, finding what it waits for,
-//! ends and passes on in turn). So every
-//! caller's timeout is its own, and a slow caller holds up nobody: the receiver hands every
-//! message over as it comes, whoever it is for.
+//! ends and passes on in turn). So every caller's timeout is its own, and a slow caller
+//! holds up nobody: the receiver hands every message over as it comes, whoever it is for.
 //!
 //! A send that finds the ring full while no wait receives takes the messages the GSP has
 //! posted itself ([`Cmdq::send_command`] with `tx` held): the GSP may be waiting for room
@@ -787,9 +799,9 @@ impl CmdqRx {
                 continue;
             }
             // A head: it starts a message, and ends any split one still open.
-            let open = self.partial.take();
+            let interrupted = self.partial.take().is_some();
             let started = self.start_message(mem, &raw);
-            if open.is_none() {
+            if !interrupted {
                 match started? {
                     Some(msg) => return Ok(msg),
                     None => continue,
@@ -1089,15 +1101,8 @@ impl Cmdq {
         M: CommandToGsp,
         M::Reply: MessageFromGsp,
     {
-        let fixed = command.init();
         let reply = u32::from(<M::Reply as MessageFromGsp>::FUNCTION);
-        let sequence = self.send_parts(
-            bar,
-            M::FUNCTION,
-            [fixed.as_bytes(), command.variable_payload()],
-            SEND_TIMEOUT,
-            Some(reply),
-        )?;
+        let sequence = self.send_typed(bar, command, Some(reply))?;
         Ok(PendingReply {
             cmdq: self,
             sequence,
@@ -1115,13 +1120,28 @@ impl Cmdq {
     ///
     /// As [`Cmdq::send_rpc`].
     pub fn post<M: CommandToGsp>(&self, bar: &impl Doorbell, command: &M) -> Result<u32> {
+        self.send_typed(bar, command, None)
+    }
+
+    /// Sends `command`, its fixed part then its variable payload, within [`SEND_TIMEOUT`],
+    /// awaiting a reply of function `reply` if given; returns the RPC sequence number.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cmdq::submit`].
+    fn send_typed<M: CommandToGsp>(
+        &self,
+        bar: &impl Doorbell,
+        command: &M,
+        reply: Option<u32>,
+    ) -> Result<u32> {
         let fixed = command.init();
         self.send_parts(
             bar,
             M::FUNCTION,
             [fixed.as_bytes(), command.variable_payload()],
             SEND_TIMEOUT,
-            None,
+            reply,
         )
     }
 
@@ -1395,17 +1415,12 @@ impl Cmdq {
     }
 
     /// Takes messages off the ring within `budget` and hands each over until what `want`
-    /// names is there; returns whether it handed over messages for others on the way.
-    /// The caller set `receiving`.
+    /// names is there. The caller set `receiving`.
     ///
     /// # Errors
     ///
     /// The ring's errors, with their reasons: `ETIMEDOUT` if `budget` runs out first.
-    fn receive_until(
-        &self,
-        want: Want,
-        budget: &mut Budget,
-    ) -> Result<bool, (Error, &'static str)> {
+    fn receive_until(&self, want: Want, budget: &mut Budget) -> Result<(), (Error, &'static str)> {
         let mut rx = self.rx.lock();
         let mut others = false;
         loop {
@@ -1420,7 +1435,7 @@ impl Cmdq {
                 }
             };
             if ready {
-                return Ok(others);
+                return Ok(());
             }
             others = true;
             // A message for others does not extend the wait; this also starts the clock
@@ -1601,11 +1616,6 @@ impl<'a, R: MessageFromGsp> PendingReply<'a, R> {
     /// Returns the command's RPC sequence number.
     pub fn sequence(&self) -> u32 {
         self.sequence
-    }
-
-    /// Returns the queue the command went to.
-    pub fn cmdq(&self) -> &'a Cmdq {
-        self.cmdq
     }
 
     /// Waits up to `timeout` for the reply and reads it as an `R`.
