@@ -120,7 +120,6 @@ pub mod tests {
             MsgFunction::UcodeLibosPrint.into(),
             0,
             payload.len(),
-            payload.len(),
         );
         header.rpc.rpc_result = NV_OK;
         header.rpc.rpc_result_private = NV_OK;

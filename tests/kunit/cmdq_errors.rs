@@ -17,19 +17,23 @@ pub mod tests {
             GspInitDone, //
         },
         fw::{
+            self,
             GspMsgElement,
             MsgFunction,
             GSPQ_OFFSET,
             MAX_ELEMENT_PAYLOAD,
             MAX_RPC_PAYLOAD,
             MSGQ_READ_PTR_OFFSET,
-            MSGQ_WRITE_PTR_OFFSET, //
+            MSGQ_WRITE_PTR_OFFSET,
+            RPC_LENGTH_BEYOND_ELEMENT, //
         },
     };
     use zerocopy::{
         FromBytes,
         IntoBytes, //
     };
+
+    use vgsp::Vgsp;
 
     use crate::fixture::{
         check,
@@ -41,7 +45,7 @@ pub mod tests {
     /// Returns a valid one-slot `UCODE_LIBOS_PRINT` element saying `text`.
     pub(crate) fn log_element(pair: &Pair, text: &[u8]) -> Result<KVec<u8>> {
         pair.gsp
-            .encode_element(MsgFunction::UcodeLibosPrint.into(), 0, text, text.len())
+            .encode_element(MsgFunction::UcodeLibosPrint.into(), 0, text)
     }
 
     /// Edits the header of an encoded element and recomputes its checksum over the
@@ -71,18 +75,25 @@ pub mod tests {
         Ok(())
     }
 
-    /// Posts the full head of an RPC (RPC sequence 5) whose payload is `rest` bytes
-    /// longer than the head's 16 slots hold; returns the head's payload.
-    fn post_split_head(pair: &mut Pair, rest: usize) -> Result<KVec<u8>> {
+    /// Posts the full head of an RPC of `function` and RPC sequence `sequence`, as
+    /// firmware sends one whose payload does not fit an element (its `rpc.length` its own
+    /// chunk); returns the head's payload.
+    fn post_head(gsp: &mut Vgsp<'_>, function: u32, sequence: u32) -> Result<KVec<u8>> {
         let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 9)?;
-        let head = pair.gsp.encode_element(
-            MsgFunction::Nop.into(),
-            5,
-            &chunk,
-            MAX_ELEMENT_PAYLOAD + rest,
-        )?;
-        pair.gsp.post_raw(&head, 16)?;
+        let head = gsp.encode_element(function, sequence, &chunk)?;
+        gsp.post_raw(&head, 16)?;
         Ok(chunk)
+    }
+
+    /// Posts the full head of a `NOP` of RPC sequence 5 ([`post_head`]).
+    fn post_split_head(pair: &mut Pair) -> Result<KVec<u8>> {
+        post_head(&mut pair.gsp, MsgFunction::Nop.into(), 5)
+    }
+
+    /// Posts a continuation record of RPC sequence `sequence` carrying `chunk`.
+    fn post_continuation(gsp: &mut Vgsp<'_>, sequence: u32, chunk: &[u8]) -> Result {
+        let el = gsp.encode_element(MsgFunction::ContinuationRecord.into(), sequence, chunk)?;
+        gsp.post_raw(&el, fw::elem_count_for(chunk.len()))
     }
 
     /// Posts `el` in `slots` slots, expects `EIO` for `reason` with every published slot
@@ -199,7 +210,7 @@ pub mod tests {
     #[test]
     fn unknown_function_is_einval_and_consumed() -> Result {
         let mut pair = Pair::new()?;
-        let el = pair.gsp.encode_element(0x0bad, 0, b"?", 1)?;
+        let el = pair.gsp.encode_element(0x0bad, 0, b"?")?;
         pair.gsp.post_raw(&el, 1)?;
         assert_eq!(
             pair.cmdq.receive_msg::<GspInitDone>(LONG).err(),
@@ -232,7 +243,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let mut el = pair
             .gsp
-            .encode_element(MsgFunction::GspInitDone.into(), 0, &[0; 4], 4)?;
+            .encode_element(MsgFunction::GspInitDone.into(), 0, &[0; 4])?;
         edit(&mut el, 4, |h| h.rpc.rpc_result = 0x1f);
         pair.gsp.post_raw(&el, 1)?;
         assert_eq!(
@@ -249,7 +260,23 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let el = pair
             .gsp
-            .encode_element(MsgFunction::GspInitDone.into(), 0, &[0; 2], 2)?;
+            .encode_element(MsgFunction::GspInitDone.into(), 0, &[0; 2])?;
+        pair.gsp.post_raw(&el, 1)?;
+        assert_eq!(pair.cmdq.receive_msg::<GspInitDone>(LONG).err(), Some(EIO));
+        // The type's length is known: the receive refuses it, as nouveau's `rpc len`.
+        assert_eq!(
+            pair.cmdq.last_fault(),
+            Some("message shorter than expected")
+        );
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn long_payload_of_typed_message_is_eio_from_its_decoder() -> Result {
+        let mut pair = Pair::new()?;
+        let el = pair
+            .gsp
+            .encode_element(MsgFunction::GspInitDone.into(), 0, &[0; 8])?;
         pair.gsp.post_raw(&el, 1)?;
         assert_eq!(pair.cmdq.receive_msg::<GspInitDone>(LONG).err(), Some(EIO));
         // The receive itself succeeded: the `EIO` is the decoder's.
@@ -277,9 +304,9 @@ pub mod tests {
     #[test]
     fn continuation_without_head_is_eio() -> Result {
         let mut pair = Pair::new()?;
-        let el =
-            pair.gsp
-                .encode_element(MsgFunction::ContinuationRecord.into(), 0, b"orphan", 6)?;
+        let el = pair
+            .gsp
+            .encode_element(MsgFunction::ContinuationRecord.into(), 0, b"orphan")?;
         expect_rejected(&mut pair, &el, 1, "continuation record without a head")
     }
 
@@ -290,55 +317,90 @@ pub mod tests {
         check!(msg.payload[..] == *text)
     }
 
-    /// Posts the log line `text` after a split head with its continuation still to come,
-    /// and checks that the head's RPC is refused and the line then received as itself,
-    /// every slot consumed.
-    fn head_interrupted_by(pair: &mut Pair, text: &[u8]) -> Result {
+    /// Posts the log line `text` after a full head whose message nobody expects a length
+    /// of, and checks that the line ends that message, received whole as its head alone,
+    /// and is then received as itself, every slot consumed.
+    fn head_ended_by(pair: &mut Pair, head: &[u8], text: &[u8]) -> Result {
         let line = log_element(pair, text)?;
         pair.gsp.post_raw(&line, 1)?;
-        expect_refused(pair, LONG, EIO, "head not followed by its continuation")?;
+        let msg = pair.cmdq.receive_any(LONG)?;
+        check!(msg.function() == Ok(MsgFunction::Nop))?;
+        check!((msg.sequence, msg.elem_count) == (5, 16))?;
+        check!(msg.payload[..] == *head)?;
         check!(pair.cmdq.cpu_ptrs() == (0, 17))?;
         log_line_arrives(pair, text)
     }
 
     #[test]
-    fn head_followed_by_other_function_is_eio() -> Result {
+    fn full_head_followed_by_another_message_is_whole() -> Result {
         let mut pair = Pair::new()?;
-        post_split_head(&mut pair, 100)?;
-        head_interrupted_by(&mut pair, b"intruder")?;
+        let head = post_split_head(&mut pair)?;
+        head_ended_by(&mut pair, &head, b"next")?;
         next_valid_arrives(&mut pair)
     }
 
     #[test]
     fn head_whose_continuation_never_comes_times_out() -> Result {
         let mut pair = Pair::new()?;
-        post_split_head(&mut pair, 100)?;
+        let head = post_split_head(&mut pair)?;
         expect_refused(&mut pair, SHORT, ETIMEDOUT, "nothing published in time")?;
         // The head was consumed, and kept for the next receive.
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 16));
-        head_interrupted_by(&mut pair, b"instead")?;
+        head_ended_by(&mut pair, &head, b"instead")?;
         next_valid_arrives(&mut pair)
     }
 
     #[test]
     fn head_whose_continuation_comes_after_the_wait_is_received_by_the_next() -> Result {
         let mut pair = Pair::new()?;
-        let head = post_split_head(&mut pair, 100)?;
+        let head = post_split_head(&mut pair)?;
         expect_refused(&mut pair, SHORT, ETIMEDOUT, "nothing published in time")?;
         let tail = Pair::pattern(100, 10)?;
-        let cont = pair.gsp.encode_element(
-            MsgFunction::ContinuationRecord.into(),
-            5,
-            &tail,
-            tail.len(),
-        )?;
-        pair.gsp.post_raw(&cont, 1)?;
+        post_continuation(&mut pair.gsp, 5, &tail)?;
         let msg = pair.cmdq.receive_any(LONG)?;
         check!(msg.function() == Ok(MsgFunction::Nop))?;
         check!(msg.sequence == 5)?;
         check!(msg.elem_count == 17)?;
         check!(msg.payload[..head.len()] == head[..])?;
         check!(msg.payload[head.len()..] == tail[..])?;
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn reply_shorter_than_its_command_expects_is_eio_to_its_caller() -> Result {
+        let mut pair = Pair::new()?;
+        // The echo's reply is as long as its bytes; the GSP does not run, and a forged
+        // reply of one full element and a short record comes instead.
+        let bytes = Pair::pattern(MAX_ELEMENT_PAYLOAD + 100, 3)?;
+        let pending = pair.cmdq.submit(pair.bar.bar(), &Echo(&bytes))?;
+        post_head(
+            &mut pair.gsp,
+            MsgFunction::VgspEcho.into(),
+            pending.sequence(),
+        )?;
+        post_continuation(&mut pair.gsp, pending.sequence(), &bytes[..50])?;
+        check!(pending.wait(LONG).err() == Some(EIO))?;
+        check!(pair.cmdq.last_fault() == Some("message shorter than expected"))?;
+        check!(pair.cmdq.cpu_ptrs().1 == 17)?;
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn reply_of_exactly_two_full_elements_needs_no_third() -> Result {
+        let mut pair = Pair::new()?;
+        // With the length known, a reply ending on a full element is whole at once; with
+        // none, it would wait for the element after it.
+        let bytes = Pair::pattern(2 * MAX_ELEMENT_PAYLOAD, 4)?;
+        let pending = pair.cmdq.submit(pair.bar.bar(), &Echo(&bytes))?;
+        let (head, tail) = bytes.split_at(MAX_ELEMENT_PAYLOAD);
+        let el = pair
+            .gsp
+            .encode_element(MsgFunction::VgspEcho.into(), pending.sequence(), head)?;
+        pair.gsp.post_raw(&el, 16)?;
+        post_continuation(&mut pair.gsp, pending.sequence(), tail)?;
+        let reply = pending.wait(LONG)?;
+        check!(reply.0[..] == bytes[..])?;
+        check!(pair.cmdq.cpu_ptrs().1 == 32)?;
         next_valid_arrives(&mut pair)
     }
 
@@ -369,17 +431,51 @@ pub mod tests {
         edit(&mut el, 1, |h| {
             h.rpc.length = 32 + MAX_ELEMENT_PAYLOAD as u32 + 1
         });
-        expect_rejected(&mut pair, &el, 1, "RPC length beyond the element")
+        expect_rejected(&mut pair, &el, 1, RPC_LENGTH_BEYOND_ELEMENT)
     }
 
     #[test]
-    fn rpc_length_above_the_largest_rpc_is_eio() -> Result {
+    fn head_announcing_its_whole_rpc_is_eio() -> Result {
         let mut pair = Pair::new()?;
-        let mut el = log_element(&pair, b"x")?;
-        edit(&mut el, 1, |h| {
-            h.rpc.length = 32 + MAX_RPC_PAYLOAD as u32 + 1
+        // The convention no firmware follows: a full head whose `rpc.length` is the whole
+        // RPC's.
+        let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 9)?;
+        let mut head = pair
+            .gsp
+            .encode_element(MsgFunction::Nop.into(), 5, &chunk)?;
+        edit(&mut head, MAX_ELEMENT_PAYLOAD, |h| {
+            h.rpc.length = 32 + MAX_ELEMENT_PAYLOAD as u32 + 100
         });
-        expect_rejected(&mut pair, &el, 1, "RPC length above the largest RPC")
+        pair.gsp.post_raw(&head, 16)?;
+        expect_refused(&mut pair, LONG, EIO, RPC_LENGTH_BEYOND_ELEMENT)?;
+        check!(pair.cmdq.cpu_ptrs() == (0, 16))?;
+        // Its continuation record then has no head.
+        post_continuation(&mut pair.gsp, 5, &chunk[..100])?;
+        expect_refused(&mut pair, LONG, EIO, "continuation record without a head")?;
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn continuation_records_beyond_the_largest_rpc_are_eio() -> Result {
+        let mut pair = Pair::new()?;
+        post_split_head(&mut pair)?;
+        let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 2)?;
+        // Full records, each taken off the ring (the message stays open) to make room.
+        let mut records = 0;
+        let err = loop {
+            check!(records <= MAX_RPC_PAYLOAD / MAX_ELEMENT_PAYLOAD)?;
+            match pair.cmdq.receive_any(Delta::ZERO) {
+                Err(ETIMEDOUT) => {}
+                other => break other.err(),
+            }
+            post_continuation(&mut pair.gsp, 5, &chunk)?;
+            records += 1;
+        };
+        check!(err == Some(EIO))?;
+        check!(pair.cmdq.last_fault() == Some("continuation records beyond the largest RPC"))?;
+        check!((records + 1) * MAX_ELEMENT_PAYLOAD > MAX_RPC_PAYLOAD)?;
+        check!(records * MAX_ELEMENT_PAYLOAD <= MAX_RPC_PAYLOAD)?;
+        next_valid_arrives(&mut pair)
     }
 
     #[test]
@@ -400,32 +496,24 @@ pub mod tests {
     #[test]
     fn continuation_of_another_rpc_is_eio() -> Result {
         let mut pair = Pair::new()?;
-        let chunk = post_split_head(&mut pair, 10)?;
-        let cont =
-            pair.gsp
-                .encode_element(MsgFunction::ContinuationRecord.into(), 6, &chunk[..10], 10)?;
-        pair.gsp.post_raw(&cont, 1)?;
+        let chunk = post_split_head(&mut pair)?;
+        post_continuation(&mut pair.gsp, 6, &chunk[..10])?;
         expect_refused(&mut pair, LONG, EIO, "continuation record of another RPC")?;
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 17));
         next_valid_arrives(&mut pair)
     }
 
     #[test]
-    fn continuation_records_longer_than_the_rpc_are_eio() -> Result {
+    fn continuation_after_the_message_ends_is_eio() -> Result {
         let mut pair = Pair::new()?;
-        let chunk = post_split_head(&mut pair, 10)?;
-        // Twenty bytes where ten are left to come.
-        let cont =
-            pair.gsp
-                .encode_element(MsgFunction::ContinuationRecord.into(), 5, &chunk[..20], 20)?;
-        pair.gsp.post_raw(&cont, 1)?;
-        expect_refused(
-            &mut pair,
-            LONG,
-            EIO,
-            "continuation records longer than the RPC",
-        )?;
-        assert_eq!(pair.cmdq.cpu_ptrs(), (0, 17));
+        let head = post_split_head(&mut pair)?;
+        // The record of 10 bytes is not full: the message ends with it.
+        post_continuation(&mut pair.gsp, 5, &head[..10])?;
+        post_continuation(&mut pair.gsp, 5, &head[..10])?;
+        let msg = pair.cmdq.receive_any(LONG)?;
+        check!(msg.payload.len() == MAX_ELEMENT_PAYLOAD + 10)?;
+        expect_refused(&mut pair, LONG, EIO, "continuation record without a head")?;
+        assert_eq!(pair.cmdq.cpu_ptrs(), (0, 18));
         next_valid_arrives(&mut pair)
     }
 
@@ -477,7 +565,7 @@ pub mod tests {
     #[test]
     fn every_refusal_names_its_reason() -> Result {
         // Each malformed one-byte log line, the slots it is posted in, and its reason.
-        let classes: [(Corrupt, u32, &str); 11] = [
+        let classes: [(Corrupt, u32, &str); 10] = [
             (|el| el[80] ^= 0x40, 1, "bad checksum"),
             (
                 |el| edit(el, 1, |h| h.rpc.signature = 0),
@@ -512,12 +600,7 @@ pub mod tests {
                     })
                 },
                 1,
-                "RPC length beyond the element",
-            ),
-            (
-                |el| edit(el, 1, |h| h.rpc.length = 32 + MAX_RPC_PAYLOAD as u32 + 1),
-                1,
-                "RPC length above the largest RPC",
+                RPC_LENGTH_BEYOND_ELEMENT,
             ),
             (
                 |el| edit(el, 1, |h| h.rpc.length = 32 + 5000),

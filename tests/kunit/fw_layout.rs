@@ -136,7 +136,7 @@ pub mod tests {
 
     #[test]
     fn rpc_header_fields_sit_at_r570_offsets() {
-        let h = GspMsgElement::new(5, MsgFunction::SetRegistry.into(), 9, 100, 100);
+        let h = GspMsgElement::new(5, MsgFunction::SetRegistry.into(), 9, 100);
         let rpc = h.rpc.as_bytes();
         assert_eq!(le32(rpc, 0x0), 0x0300_0000);
         assert_eq!(le32(rpc, 0x4), RPC_SIGNATURE);
@@ -430,8 +430,7 @@ pub mod tests {
     #[test]
     fn sealing_in_pieces_seals_as_one_chunk() {
         let payload = [0x3cu8; 45];
-        let mut one =
-            GspMsgElement::new(1, MsgFunction::Nop.into(), 2, payload.len(), payload.len());
+        let mut one = GspMsgElement::new(1, MsgFunction::Nop.into(), 2, payload.len());
         let mut pieces = one;
         one.seal(&payload);
         pieces.seal_pieces(&[(0, &payload[..13]), (13, &payload[13..])]);
@@ -441,8 +440,7 @@ pub mod tests {
     #[test]
     fn element_with_its_checksum_sums_to_zero() {
         let payload = [0xa5u8; 100];
-        let mut header =
-            GspMsgElement::new(7, MsgFunction::Nop.into(), 3, payload.len(), payload.len());
+        let mut header = GspMsgElement::new(7, MsgFunction::Nop.into(), 3, payload.len());
         let mut sum = Checksum::default();
         sum.update(header.as_bytes());
         sum.update(&payload);
@@ -471,15 +469,16 @@ pub mod tests {
 
     #[test]
     fn new_header_carries_rpc_fields() {
-        let h = GspMsgElement::new(5, MsgFunction::SetRegistry.into(), 9, 100, 300_000);
+        let h = GspMsgElement::new(5, MsgFunction::SetRegistry.into(), 9, 100);
         assert_eq!(h.seq_num, 5);
         assert_eq!(h.elem_count, 1);
-        assert_eq!(h.rpc.length, 32 + 300_000);
+        // The element's own chunk, a split RPC's head included.
+        assert_eq!(h.rpc.length, 32 + 100);
         assert_eq!(h.rpc.function, 73);
         assert_eq!(h.rpc.sequence, 9);
         assert_eq!(h.rpc.rpc_result, 0xffff_ffff);
         assert_eq!(h.rpc.rpc_result_private, 0xffff_ffff);
         assert_eq!(h.auth_tag_buffer, [0; 16]);
-        assert_eq!(h.rpc_payload_len(), Some(300_000));
+        assert_eq!(h.rpc_payload_len(), Some(100));
     }
 }

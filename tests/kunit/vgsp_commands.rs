@@ -296,7 +296,7 @@ pub mod tests {
     /// slot of `cpuq` and publishes it: what a driver that knows other functions than
     /// this one would send, which [`nova_core::gsp::cmdq::Cmdq::send_rpc`] cannot.
     fn post_raw_command(pair: &Pair, function: u32, sequence: u32, payload: &[u8]) -> Result {
-        let mut h = GspMsgElement::new(0, function, sequence, payload.len(), payload.len());
+        let mut h = GspMsgElement::new(0, function, sequence, payload.len());
         h.seal(payload);
         let mut element = KVec::new();
         element.extend_from_slice(h.as_bytes(), GFP_KERNEL)?;
@@ -316,7 +316,9 @@ pub mod tests {
         payload: &[u8],
         announced: usize,
     ) -> Result {
-        let mut h = GspMsgElement::new(0, function.into(), 9, payload.len(), announced);
+        let mut h = GspMsgElement::new(0, function.into(), 9, payload.len());
+        // CAST: the tests announce at most a few elements, far below `u32::MAX`.
+        h.rpc.length = (fw::RPC_HEADER_SIZE + announced) as u32;
         h.seal(payload);
         let mut element = KVec::new();
         element.extend_from_slice(h.as_bytes(), GFP_KERNEL)?;
@@ -451,7 +453,11 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let params = Pair::pattern(3000, 9)?;
         let control = rm_control(vgsp::VGSP_CTRL_CMD_DIGEST, &params);
-        pair.cmdq.post(pair.bar.bar(), &control)?;
+        // Sent as bytes: its reply is not as long as its params, as an r570 control's is
+        // (`RmControl::reply_len`), but 16 bytes whatever they are.
+        let sent = wire_payload(&control)?;
+        pair.cmdq
+            .send_rpc(pair.bar.bar(), MsgFunction::GspRmControl, &sent, LONG)?;
         pair.gsp_run()?;
         let msg = pair.cmdq.receive_any(LONG)?;
         let reply = pair.cmdq.read_msg::<RmControlReply>(&msg)?;
@@ -572,8 +578,7 @@ pub mod tests {
         // A buggy driver: a one-slot command written straight into `cpuq`, right but for
         // one bit of its checksum.
         let payload = *b"ping";
-        let mut h =
-            GspMsgElement::new(0, MsgFunction::Nop.into(), 77, payload.len(), payload.len());
+        let mut h = GspMsgElement::new(0, MsgFunction::Nop.into(), 77, payload.len());
         let mut sum = Checksum::of_header(&h);
         sum.update(&payload);
         h.check_sum = sum.fold();

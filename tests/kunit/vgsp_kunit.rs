@@ -18,6 +18,7 @@ pub mod gsp_thread;
 pub mod cmdq_double_fetch;
 pub mod cmdq_errors;
 pub mod cmdq_rings;
+pub mod cmdq_split;
 pub mod copy_engine;
 pub mod fw_layout;
 pub mod gsp_e2e;
@@ -47,6 +48,7 @@ pub static SUITES: &[&Suite] = &[
     &fw_layout::tests::KUNIT_SUITE,
     &cmdq_rings::tests::KUNIT_SUITE,
     &cmdq_errors::tests::KUNIT_SUITE,
+    &cmdq_split::tests::KUNIT_SUITE,
     &cmdq_double_fetch::tests::KUNIT_SUITE,
     &vgsp_commands::tests::KUNIT_SUITE,
     &gsp_e2e::tests::KUNIT_SUITE,

@@ -126,11 +126,8 @@ impl Vgsp<'_> {
             // A new command arrived while continuations were due: the split one is lost.
             self.stats.malformed += 1;
         }
-        // A command's `rpc.length` covers its own chunk only, the head's too; where a split
-        // command ends, the command itself says.
-        if header.rpc_payload_len() != Some(chunk_len) {
-            return self.reject(header.rpc.function, header.rpc.sequence);
-        }
+        // A command's `rpc.length` covers its own chunk only, the head's too (`validate_header`
+        // refuses more); where a split command ends, the command itself says.
         let total =
             match commands::command_payload_len(header.rpc.function, &self.rx_buf[..chunk_len]) {
                 Ok(Some(total)) if total >= chunk_len && total <= fw::MAX_RPC_PAYLOAD => total,

@@ -132,23 +132,11 @@ impl Vgsp<'_> {
     ///
     /// - `EMSGSIZE` if `payload` does not fit one element.
     /// - `ENOMEM` if the buffer cannot be had.
-    pub fn encode_element(
-        &self,
-        function: u32,
-        sequence: u32,
-        payload: &[u8],
-        rpc_payload_len: usize,
-    ) -> Result<KVec<u8>> {
+    pub fn encode_element(&self, function: u32, sequence: u32, payload: &[u8]) -> Result<KVec<u8>> {
         if payload.len() > MAX_ELEMENT_PAYLOAD {
             return Err(EMSGSIZE);
         }
-        let mut header = GspMsgElement::new(
-            self.tx_seq,
-            function,
-            sequence,
-            payload.len(),
-            rpc_payload_len,
-        );
+        let mut header = GspMsgElement::new(self.tx_seq, function, sequence, payload.len());
         header.rpc.rpc_result = fw::NV_OK;
         header.rpc.rpc_result_private = fw::NV_OK;
         header.seal(payload);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What the GSP sends: replies and unasked events, queued in the outbox and sent on
-//! `gspq` one element at a time, large ones split into continuation records.
+//! `gspq` one element at a time, large ones split into continuation records as r570
+//! firmware splits them (see "Split RPCs" in `nova_core::gsp::cmdq`).
 
 use kernel::prelude::*;
 use nova_core::gsp::{
@@ -128,7 +129,7 @@ impl Vgsp<'_> {
     /// Sends the next element of the first pending message if `gspq` has room.
     pub(crate) fn send_pending(&mut self) -> Result<Progress> {
         let idx = self.outbox_head;
-        let (function, chunk_len, total) = {
+        let (function, chunk_len) = {
             let out = &self.outbox[idx];
             let chunk_len = (out.payload.len() - out.sent).min(MAX_ELEMENT_PAYLOAD);
             let function = if out.head_sent {
@@ -136,12 +137,7 @@ impl Vgsp<'_> {
             } else {
                 out.function
             };
-            let total = if out.head_sent {
-                chunk_len
-            } else {
-                out.payload.len()
-            };
-            (function, chunk_len, total)
+            (function, chunk_len)
         };
         if !self.has_free(fw::elem_count_for(chunk_len))? {
             return Ok(Progress::Blocked);
@@ -149,7 +145,10 @@ impl Vgsp<'_> {
 
         let out = &self.outbox[idx];
         let chunk = &out.payload[out.sent..out.sent + chunk_len];
-        let mut header = GspMsgElement::new(self.tx_seq, function, out.sequence, chunk_len, total);
+        // As firmware sends a split message: the head full, every element's `rpc.length`
+        // its own chunk, the same `rpc.sequence` on all; the whole length is nowhere but
+        // in the message's own fields, where its type has one.
+        let mut header = GspMsgElement::new(self.tx_seq, function, out.sequence, chunk_len);
         header.rpc.rpc_result = out.rpc_result;
         header.rpc.rpc_result_private = out.rpc_result;
 

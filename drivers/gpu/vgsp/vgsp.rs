@@ -389,6 +389,12 @@ impl<'a> Vgsp<'a> {
         (self.ring.write_ptr(), self.ring.read_ptr())
     }
 
+    /// Returns the sequence number of the next element the GSP sends on `gspq`: a test
+    /// that posts elements of its own ([`Vgsp::post_raw`]) numbers them from it.
+    pub fn tx_seq(&self) -> u32 {
+        self.tx_seq
+    }
+
     // The work loop.
 
     /// Does one unit of work: sends one element of a pending message, or consumes one

@@ -9,13 +9,20 @@ use kernel::prelude::*;
 use nova_core::gsp::{
     commands::Echo,
     fw::{
+        MsgFunction,
         GSPQ_OFFSET,
         MSGQ_WRITE_PTR_OFFSET, //
     },
 };
-use vgsp_kunit::fixture::{
-    Pair,
-    LONG, //
+use vgsp_kunit::{
+    cmdq_split::{
+        r570_message,
+        R570_CHUNK, //
+    },
+    fixture::{
+        Pair,
+        LONG, //
+    },
 };
 
 const GSPQ_BYTES: usize = 0x40000;
@@ -73,6 +80,29 @@ fn replays_every_message_including_a_continuation_pair() {
     assert!(lines[3].starts_with("ok seq=") && lines[3].ends_with("function=4108 len=5 elems=1"));
     let total: u32 = 3 + lines[2].rsplit('=').next().unwrap().parse::<u32>().unwrap();
     assert_eq!(lines[4], format!("end rptr={total}"));
+}
+
+/// The witness's split message (written byte by byte from r570's rule, not by the
+/// virtual GSP) replays as one message with its whole length.
+#[test]
+fn replays_an_r570_split_message_as_one() {
+    let mut pair = Pair::new().unwrap();
+    let payload = Pair::pattern(2 * R570_CHUNK + 1000, 7).unwrap();
+    let function = u32::from(MsgFunction::Nop);
+    for (el, slots) in r570_message(0, function, 12, &payload).unwrap().iter() {
+        pair.gsp.post_raw(el, *slots).unwrap();
+    }
+    let mut region = vec![0u8; GSPQ_BYTES];
+    pair.view().read_bytes(GSPQ_OFFSET, &mut region).unwrap();
+    let (code, out, _) = replay(&region, &[]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        out,
+        format!(
+            "ok seq=0 function={function} len={} elems=33\nend rptr=33\n",
+            payload.len()
+        )
+    );
 }
 
 #[test]

@@ -20,10 +20,11 @@
 //! A driver mishandles a class when it returns `Ok` for it, hands the caller bytes other
 //! than a valid message carries, hangs, panics, or is stuck on the bad element.
 //!
-//! Heads of split RPCs carry the whole RPC's length in `rpc.length`, the project's
-//! convention (r570's firmware puts the head's own chunk there, so to it a head whose
-//! `rpc.length` runs past its element is malformed: the class "rpc.length beyond the
-//! element").
+//! Split messages are sent as r570 firmware sends them: every element's `rpc.length`
+//! is the RPC header and its own chunk, the head's too; a head announcing its whole RPC
+//! is a malformed class of its own. Our receive here is the untyped one (the message is
+//! read as a `GSP_INIT_DONE` after it is whole), so a split message ends at its first
+//! element that is not full, or at the next element that is not a continuation record.
 
 use core::{
     mem::offset_of,
@@ -66,7 +67,6 @@ use nova_core::gsp::{
         GSPQ_OFFSET,
         GSP_PAGE_SIZE,
         MAX_ELEMENT_PAYLOAD,
-        MAX_RPC_PAYLOAD,
         MSGQ_DATA_OFFSET,
         MSGQ_READ_PTR_OFFSET,
         MSGQ_WRITE_PTR_OFFSET,
@@ -249,20 +249,12 @@ impl Ring {
 
     /// Returns a valid one-slot `GSP_INIT_DONE` carrying `payload`.
     fn done(&self, payload: &[u8]) -> Result<KVec<u8>> {
-        self.element(OurFunction::GspInitDone.into(), 0, payload, payload.len())
+        self.element(OurFunction::GspInitDone.into(), 0, payload)
     }
 
-    /// Returns a valid element of `function` (RPC `sequence`) carrying `payload` of an RPC
-    /// of `rpc_len` bytes.
-    fn element(
-        &self,
-        function: u32,
-        sequence: u32,
-        payload: &[u8],
-        rpc_len: usize,
-    ) -> Result<KVec<u8>> {
-        self.gsp
-            .encode_element(function, sequence, payload, rpc_len)
+    /// Returns a valid element of `function` (RPC `sequence`) carrying `payload`.
+    fn element(&self, function: u32, sequence: u32, payload: &[u8]) -> Result<KVec<u8>> {
+        self.gsp.encode_element(function, sequence, payload)
     }
 
     /// Posts `el` in `slots` slots.
@@ -332,17 +324,12 @@ fn pattern(len: usize, seed: usize) -> Vec<u8> {
         .collect()
 }
 
-/// Posts the full 16-slot head of a `GSP_INIT_DONE` of RPC sequence 5 whose payload is
-/// `rest` bytes longer than the head holds; returns the head's payload.
-fn post_split_head(ring: &mut Ring, rest: usize) -> Result<Vec<u8>> {
+/// Posts the full 16-slot head of a split `GSP_INIT_DONE` of RPC sequence 5, as
+/// firmware sends one (its `rpc.length` its own chunk); returns the head's payload.
+fn post_split_head(ring: &mut Ring) -> Result<Vec<u8>> {
     let mut chunk = pattern(MAX_ELEMENT_PAYLOAD, 9);
     chunk[..4].copy_from_slice(&VALID);
-    let head = ring.element(
-        OurFunction::GspInitDone.into(),
-        5,
-        &chunk,
-        MAX_ELEMENT_PAYLOAD + rest,
-    )?;
+    let head = ring.element(OurFunction::GspInitDone.into(), 5, &chunk)?;
     ring.post(&head, 16)?;
     Ok(chunk)
 }
@@ -455,9 +442,16 @@ const CLASSES: &[Class] = &[
         },
     },
     Class {
-        name: "rpc.length above the largest RPC",
+        name: "head announcing its whole RPC (rpc.length beyond one element)",
         table: "EIO, consumed",
-        setup: |ring, _| post_edited(ring, LENGTH, rpc_length(MAX_RPC_PAYLOAD + 1), 1),
+        setup: |ring, _| {
+            let mut chunk = pattern(MAX_ELEMENT_PAYLOAD, 9);
+            chunk[..4].copy_from_slice(&VALID);
+            let mut head = ring.element(OurFunction::GspInitDone.into(), 5, &chunk)?;
+            let whole = rpc_length(MAX_ELEMENT_PAYLOAD + 100);
+            edit(&mut head, MAX_ELEMENT_PAYLOAD, LENGTH, whole)?;
+            ring.post(&head, 16)
+        },
     },
     Class {
         name: "rpc.length inconsistent with elemCount (5000 B in 1 slot)",
@@ -487,11 +481,11 @@ const CLASSES: &[Class] = &[
         setup: |ring, _| post_edited(ring, FUNCTION, OurFunction::ContinuationRecord.into(), 1),
     },
     Class {
-        name: "head followed by another function",
-        table: "EIO for the head's RPC, the other message received next",
+        name: "full head followed by another function",
+        table: "the head ends its message (EIO: longer than a GSP_INIT_DONE), the other received next",
         setup: |ring, _| {
-            post_split_head(ring, 100)?;
-            let intruder = ring.element(OurFunction::GspRmControl.into(), 0, &VALID, 4)?;
+            post_split_head(ring)?;
+            let intruder = ring.element(OurFunction::GspRmControl.into(), 0, &VALID)?;
             ring.post(&intruder, 1)
         },
     },
@@ -499,24 +493,27 @@ const CLASSES: &[Class] = &[
         name: "head followed by another RPC's continuation",
         table: "EIO, consumed",
         setup: |ring, _| {
-            let chunk = post_split_head(ring, 10)?;
-            let cont = ring.element(OurFunction::ContinuationRecord.into(), 6, &chunk[..10], 10)?;
+            let chunk = post_split_head(ring)?;
+            let cont = ring.element(OurFunction::ContinuationRecord.into(), 6, &chunk[..10])?;
             ring.post(&cont, 1)
         },
     },
     Class {
-        name: "head followed by more bytes than announced",
-        table: "EIO, consumed",
+        name: "continuation record after its message ended",
+        table: "the message (EIO: longer than a GSP_INIT_DONE); EIO for the record, consumed",
         setup: |ring, _| {
-            let chunk = post_split_head(ring, 10)?;
-            let cont = ring.element(OurFunction::ContinuationRecord.into(), 5, &chunk[..20], 20)?;
-            ring.post(&cont, 1)
+            let chunk = post_split_head(ring)?;
+            for len in [10, 20] {
+                let cont = ring.element(OurFunction::ContinuationRecord.into(), 5, &chunk[..len])?;
+                ring.post(&cont, 1)?;
+            }
+            Ok(())
         },
     },
     Class {
         name: "head whose continuation never comes",
-        table: "ETIMEDOUT, head consumed and kept; EIO when another message comes instead",
-        setup: |ring, _| post_split_head(ring, 100).map(|_| ()),
+        table: "ETIMEDOUT, head consumed and kept; the next message ends it",
+        setup: |ring, _| post_split_head(ring).map(|_| ()),
     },
     Class {
         name: "function not the one waited for (GSP_RM_CONTROL)",

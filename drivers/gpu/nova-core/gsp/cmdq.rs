@@ -119,15 +119,51 @@
 //! on that copy, so bytes the GSP changes afterwards cannot reach the caller. Our own
 //! pointers are kept in the driver and never read back from shared memory.
 //!
+//! # Split RPCs
+//!
+//! An RPC whose payload does not fit one element ([`MAX_ELEMENT_PAYLOAD`] bytes) goes as a
+//! *head*, full (16 slots), then `CONTINUATION_RECORD` elements with the same
+//! `rpc.sequence`, each carrying the next chunk. In both directions every element's
+//! `rpc.length` covers the RPC header and that element's own chunk, the head's too:
+//! r570 firmware sends its split messages so, and upstream and nouveau send their split
+//! commands so. The whole length is nowhere in the elements; only the RPC's own fields
+//! say it, where its type has one (a registry table's size, an RM control's
+//! `paramsSize`).
+//!
+//! The receive follows nouveau's (`r535_gsp_msgq_recv()`): an element whose `rpc.length`
+//! announces more than one element is refused; the length the reader expects decides
+//! where a split message ends, and a message shorter than it is refused (nouveau's
+//! `rpc len %d < %d`). The length is known from the reply's command
+//! ([`CommandToGsp::reply_len`]: an echo's or an RM control's), from its type
+//! ([`MessageFromGsp::LENGTH`]: a fixed-size message), for a reply awaited
+//! ([`Cmdq::submit`]), posted ([`Cmdq::post`]) or received by type
+//! ([`Cmdq::receive_msg`]). Where we differ on purpose:
+//!
+//! - Nouveau knows the length of every message it receives, as it receives only what a
+//!   caller asked for. This queue also receives what nobody asked for (events, replies
+//!   whose command did not say): such a message collects the continuation records that
+//!   follow its head as they arrive, and is whole after the first element that is not
+//!   full, or when the next element is not a continuation record. A message whose last
+//!   element happens to be full so stays open until the next element (or a later
+//!   receive) ends it: the protocol has no other end mark.
+//! - Nouveau reads `expected` bytes whatever the elements say; here every element is
+//!   checked (its sequence, its function) and a continuation record that comes when none
+//!   may (after an element not full, or past the length expected) is refused.
+//! - A reply that reports an error (`rpc_result`) is taken as it is, however short: it
+//!   carries none of its type's payload.
+//!
 //! # Errors on receive
 //!
 //! Every refusal leaves the queue usable: the next valid message is received as if
 //! nothing had happened, and [`Cmdq::last_fault`] says in a few words what was wrong.
 //! No GSP content makes the driver panic, read or write outside `GspMem`, or wait
 //! beyond the caller's timeout. A refusal of an element (the rows that consume it) goes
-//! to the waits that take any message, as the message would have; with none running it
-//! is logged and counted ([`Cmdq::delivery`]). The ring's own errors (the rows that
-//! consume nothing) go to the receiver.
+//! to the waits that take any message, as the message would have, or, when the message
+//! it belongs to is known ("to the message's caller"), to the caller awaiting that
+//! message as its reply if one does; with none running it is logged and counted
+//! ([`Cmdq::delivery`]). A continuation record refused for any reason takes the message
+//! it continues with it, so its refusal goes to that message's caller. The ring's own
+//! errors (the rows that consume nothing) go to the receiver.
 //!
 //! | condition | errno | the element |
 //! |---|---|---|
@@ -136,11 +172,13 @@
 //! | GSP write pointer moved backwards (fewer slots published than before) | `EIO` | nothing consumed |
 //! | `elemCount` 0, above 16, or above the published slots (also across the ring end) | `EIO` | every published slot dropped |
 //! | wrong signature or unsupported header version | `EIO` | consumed |
-//! | `rpc.length` below the RPC header, beyond the element, above 4 MiB, or inconsistent with `elemCount` | `EIO` | consumed |
+//! | `rpc.length` below the RPC header, or inconsistent with `elemCount` | `EIO` | consumed |
+//! | `rpc.length` beyond one element (a head announcing its whole RPC, which firmware never sends) | `EIO` | consumed |
 //! | bad checksum | `EIO` | consumed |
 //! | element sequence number not after the previous one | `EIO` | consumed |
-//! | continuation record without a head; of another RPC; more bytes than announced | `EIO` | consumed |
-//! | a head followed by another message instead of its continuation | `EIO` for the head's RPC | the other message is received as itself |
+//! | continuation record without a head, or after an element that ends its message | `EIO` | consumed |
+//! | continuation record of another RPC; continuation records beyond 4 MiB | `EIO` to the message's caller | consumed, with the message |
+//! | a message shorter than the length its reader expects (see "Split RPCs") | `EIO` to the message's caller | consumed |
 //! | a head whose continuation does not come before the wait's timeout | `ETIMEDOUT` | head consumed, kept half-assembled for the next receive |
 //! | function not the one waited for ([`Cmdq::receive_msg`], a reply of [`Cmdq::send_command`]) | `ERANGE` / `EINVAL` if unknown | consumed |
 //! | non-zero `rpc_result` in a reply | `EINVAL` | consumed |
@@ -512,6 +550,17 @@ pub trait CommandToGsp {
     fn size(&self) -> usize {
         core::mem::size_of::<Self::Command>() + self.variable_payload().len()
     }
+
+    /// Returns the payload length of the reply, where this command decides it (an RM
+    /// control's reply is as long as its parameters); `None` by default, when the reply's
+    /// type decides it ([`MessageFromGsp::LENGTH`]) or nothing does.
+    ///
+    /// Ours: upstream's receive takes one element and has no use for it. A reply split
+    /// into continuation records is whole at this length, and refused if shorter (see
+    /// "Split RPCs" in the module documentation).
+    fn reply_len(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// A message the GSP sends to the driver: a fixed part ([`MessageFromGsp::Message`]),
@@ -528,6 +577,12 @@ pub trait MessageFromGsp: Sized {
     const FUNCTION: MsgFunction;
     /// The fixed part, first in the payload (`()` if there is none).
     type Message: FromBytes;
+    /// The payload length every message of this type has, if the type alone decides it
+    /// (a fixed-size message); `None` by default.
+    ///
+    /// Ours, as [`CommandToGsp::reply_len`]: the receive reassembles a split message of
+    /// this type to this length, and refuses a shorter one.
+    const LENGTH: Option<usize> = None;
     /// Builds the message from its fixed part and the bytes after it.
     ///
     /// # Errors
@@ -559,6 +614,9 @@ enum RxError {
     /// Elements were consumed and refused (for the reason given), or could not be kept
     /// (`ENOMEM`).
     Refused(Error, &'static str),
+    /// A message of this function and `rpc.sequence` was taken off the ring and refused
+    /// for the reason given: its reply's caller, if one awaits it, gets the refusal.
+    Rejected(Error, &'static str, u32, u32),
 }
 
 impl From<fw::Malformed> for RxError {
@@ -567,30 +625,49 @@ impl From<fw::Malformed> for RxError {
     }
 }
 
-/// A split message whose head was received and whose continuation records are still to
-/// come.
+/// A message whose head was received and whose continuation records may still come.
 struct Partial {
     /// The head's header.
     head: GspMsgElement,
-    /// The whole message's payload length.
-    total: usize,
+    /// The payload length its reader expects, if one does ([`Replies::expected_len`]): the
+    /// message is whole once it has that many bytes, and refused if it ends with fewer.
+    expected: Option<usize>,
     /// Slots consumed so far.
     elem_count: u32,
     /// The payload received so far.
     payload: KVec<u8>,
+    /// Whether its last element was full: only a full element may be continued.
+    last_full: bool,
 }
 
 impl Partial {
-    /// The message, once every byte is in.
-    fn into_message(self) -> GspMessage {
-        GspMessage {
+    /// Whether no continuation record can follow: the last element was not full, or the
+    /// length expected is reached.
+    fn is_whole(&self) -> bool {
+        !self.last_full || self.expected.is_some_and(|len| self.payload.len() >= len)
+    }
+
+    /// Ends the message: it, or its refusal if it is shorter than expected. A reply that
+    /// reports an error (`rpc_result`) carries none of its type's payload, and is taken as
+    /// it is.
+    fn finish(self) -> Result<GspMessage, RxError> {
+        let short = self.expected.is_some_and(|len| self.payload.len() < len);
+        if short && self.head.rpc.rpc_result == fw::NV_OK {
+            return Err(RxError::Rejected(
+                EIO,
+                "message shorter than expected",
+                self.head.rpc.function,
+                self.head.rpc.sequence,
+            ));
+        }
+        Ok(GspMessage {
             function: self.head.rpc.function,
             sequence: self.head.rpc.sequence,
             seq_num: self.head.seq_num,
             rpc_result: self.head.rpc.rpc_result,
             elem_count: self.elem_count,
             payload: self.payload,
-        }
+        })
     }
 }
 
@@ -715,21 +792,21 @@ impl CmdqRx {
     }
 
     /// Validates the element at the read pointer, whose header `raw` was peeked, appends
-    /// its payload to `payload` and consumes it; returns its header.
+    /// its payload to `payload` and consumes it; returns its header and the length of its
+    /// chunk.
     ///
     /// The header is copied out of the ring once and every check is on that copy; the
     /// payload bytes it announces are copied once, straight into `payload`, and the
-    /// checksum is verified there. A head makes room for its whole RPC in `payload` at
-    /// once.
+    /// checksum is verified there.
     fn receive_element(
         &mut self,
         mem: &DmaGspMem,
         raw: &GspMsgElement,
         payload: &mut KVec<u8>,
-    ) -> Result<GspMsgElement, RxError> {
+    ) -> Result<(GspMsgElement, usize), RxError> {
         let result = self.copy_and_check(mem, raw, payload);
         self.consume(mem, raw.elem_count);
-        let header = result?;
+        let (header, chunk_len) = result?;
         let seq = header.seq_num;
         if let Some(last) = self.rx_seq {
             // Forward jumps are allowed: slots dropped undelimited had numbers too.
@@ -738,7 +815,7 @@ impl CmdqRx {
             }
         }
         self.rx_seq = Some(seq);
-        Ok(header)
+        Ok((header, chunk_len))
     }
 
     /// Validates `raw`, the header of the element at the read pointer, then copies just
@@ -749,27 +826,23 @@ impl CmdqRx {
         mem: &DmaGspMem,
         raw: &GspMsgElement,
         payload: &mut KVec<u8>,
-    ) -> Result<GspMsgElement, RxError> {
+    ) -> Result<(GspMsgElement, usize), RxError> {
         let (header, chunk_len) = fw::validate_header(raw.as_bytes(), raw.elem_count)?;
-        let room = match MsgFunction::try_from(header.rpc.function) {
-            Ok(MsgFunction::ContinuationRecord) => chunk_len,
-            // A head: its whole RPC, which `validate_header` bounds by `MAX_RPC_PAYLOAD`.
-            _ => header.rpc_payload_len().unwrap_or(chunk_len),
-        };
         let start = payload.len();
         payload
-            .reserve(room, GFP_KERNEL)
-            .and_then(|()| payload.resize(start + chunk_len, 0, GFP_KERNEL))
+            .resize(start + chunk_len, 0, GFP_KERNEL)
             .map_err(|_| RxError::Refused(ENOMEM, "no memory for the message"))?;
         mem.read_element_bytes(&self.ring, ELEMENT_HEADER_SIZE, &mut payload[start..])
             .map_err(|_| fw::Malformed("element outside the shared memory"))?;
         fw::verify_checksum(&header, &payload[start..])?;
-        Ok(header)
+        Ok((header, chunk_len))
     }
 
     /// Receives the next message off the ring, whatever it is, within `budget`,
-    /// reassembling continuation records. A split message whose continuation records do
-    /// not all come in time stays half assembled for the next call.
+    /// reassembling continuation records (see "Split RPCs" in the module documentation).
+    /// `expected` gives the payload length a message's reader expects, from its head's
+    /// function and `rpc.sequence`, where one does. A message that may still be continued
+    /// when nothing more comes in time stays half assembled for the next call.
     ///
     /// # Errors
     ///
@@ -778,6 +851,7 @@ impl CmdqRx {
         &mut self,
         mem: &DmaGspMem,
         budget: &mut Budget,
+        expected: &dyn Fn(u32, u32) -> Option<usize>,
     ) -> Result<GspMessage, RxError> {
         if let Some(ready) = self.ready.take() {
             return ready;
@@ -787,7 +861,7 @@ impl CmdqRx {
             let raw = match self.peek_element(mem, available) {
                 Ok(raw) => raw,
                 Err(e) => {
-                    // Its slots are gone, and the split message they may have continued.
+                    // Its slots are gone, and the message they may have continued.
                     self.partial = None;
                     return Err(e);
                 }
@@ -798,57 +872,66 @@ impl CmdqRx {
                 }
                 continue;
             }
-            // A head: it starts a message, and ends any split one still open.
-            let interrupted = self.partial.take().is_some();
-            let started = self.start_message(mem, &raw);
-            if !interrupted {
+            // A head: a message still open ends here, with no more continuation records.
+            let open = self.partial.take();
+            let started = self.start_message(mem, &raw, expected);
+            let Some(open) = open else {
                 match started? {
                     Some(msg) => return Ok(msg),
                     None => continue,
                 }
-            }
-            // The open message is refused first; this one is received after it.
+            };
+            // The open message comes first; this one is received after it.
             match started {
                 Ok(Some(msg)) => self.ready = Some(Ok(msg)),
                 Ok(None) => {}
                 Err(e) => self.ready = Some(Err(e)),
             }
-            return Err(RxError::Refused(
-                EIO,
-                "head not followed by its continuation",
-            ));
+            return open.finish();
         }
     }
 
     /// Receives the head element whose header `raw` was peeked: returns the message if it
-    /// is whole, or keeps it as the split message still open and returns `None`.
+    /// is whole, or keeps it as the message still open and returns `None`.
     fn start_message(
         &mut self,
         mem: &DmaGspMem,
         raw: &GspMsgElement,
+        expected: &dyn Fn(u32, u32) -> Option<usize>,
     ) -> Result<Option<GspMessage>, RxError> {
         let mut payload = KVec::new();
-        let head = self.receive_element(mem, raw, &mut payload)?;
-        // `validate_header` checked it.
-        let total = head
-            .rpc_payload_len()
-            .ok_or(RxError::Refused(EIO, "bad RPC length"))?;
+        let (head, chunk_len) = self.receive_element(mem, raw, &mut payload)?;
+        // Looked up once the head is known good, so that a bad one takes nobody's length.
+        let expected = expected(head.rpc.function, head.rpc.sequence);
+        if let Some(len) = expected {
+            // Room for the whole message at once; past the largest RPC it is refused when
+            // the continuation records reach it.
+            let more = len.min(MAX_RPC_PAYLOAD).saturating_sub(payload.len());
+            payload.reserve(more, GFP_KERNEL).map_err(|_| {
+                RxError::Rejected(
+                    ENOMEM,
+                    "no memory for the message",
+                    head.rpc.function,
+                    head.rpc.sequence,
+                )
+            })?;
+        }
         let partial = Partial {
             head,
-            total,
+            expected,
             elem_count: head.elem_count,
             payload,
+            last_full: chunk_len == MAX_ELEMENT_PAYLOAD,
         };
-        if partial.payload.len() < total {
-            // A split message: its continuation records come next.
+        if !partial.is_whole() {
             self.partial = Some(partial);
             return Ok(None);
         }
-        Ok(Some(partial.into_message()))
+        partial.finish().map(Some)
     }
 
-    /// Receives the continuation record whose header `raw` was peeked into the split
-    /// message still open: returns the message once it is whole.
+    /// Receives the continuation record whose header `raw` was peeked into the message
+    /// still open: returns the message once it is whole.
     fn continue_partial(
         &mut self,
         mem: &DmaGspMem,
@@ -860,22 +943,39 @@ impl CmdqRx {
             self.receive_element(mem, raw, &mut scratch)?;
             return Err(RxError::Refused(EIO, "continuation record without a head"));
         };
-        let cont = self.receive_element(mem, raw, &mut partial.payload)?;
-        if cont.rpc.sequence != partial.head.rpc.sequence {
-            return Err(RxError::Refused(EIO, "continuation record of another RPC"));
-        }
-        if partial.payload.len() > partial.total {
-            return Err(RxError::Refused(
+        let (function, sequence) = (partial.head.rpc.function, partial.head.rpc.sequence);
+        // A record refused takes its message with it, whose caller learns why.
+        let (cont, chunk_len) = self
+            .receive_element(mem, raw, &mut partial.payload)
+            .map_err(|e| match e {
+                RxError::Refused(errno, reason) => {
+                    RxError::Rejected(errno, reason, function, sequence)
+                }
+                other => other,
+            })?;
+        if cont.rpc.sequence != sequence {
+            return Err(RxError::Rejected(
                 EIO,
-                "continuation records longer than the RPC",
+                "continuation record of another RPC",
+                function,
+                sequence,
+            ));
+        }
+        if partial.payload.len() > MAX_RPC_PAYLOAD {
+            return Err(RxError::Rejected(
+                EIO,
+                "continuation records beyond the largest RPC",
+                function,
+                sequence,
             ));
         }
         partial.elem_count += cont.elem_count;
-        if partial.payload.len() < partial.total {
+        partial.last_full = chunk_len == MAX_ELEMENT_PAYLOAD;
+        if !partial.is_whole() {
             self.partial = Some(partial);
             return Ok(None);
         }
-        Ok(Some(partial.into_message()))
+        partial.finish().map(Some)
     }
 }
 
@@ -1102,7 +1202,8 @@ impl Cmdq {
         M::Reply: MessageFromGsp,
     {
         let reply = u32::from(<M::Reply as MessageFromGsp>::FUNCTION);
-        let sequence = self.send_typed(bar, command, Some(reply))?;
+        let len = command.reply_len().or(<M::Reply as MessageFromGsp>::LENGTH);
+        let sequence = self.send_typed(bar, command, Some(reply), len)?;
         Ok(PendingReply {
             cmdq: self,
             sequence,
@@ -1119,12 +1220,16 @@ impl Cmdq {
     /// # Errors
     ///
     /// As [`Cmdq::send_rpc`].
+    ///
+    /// Where the command knows the length of its reply ([`CommandToGsp::reply_len`]), the
+    /// reply (of the command's own function, as r570 answers) is reassembled to it.
     pub fn post<M: CommandToGsp>(&self, bar: &impl Doorbell, command: &M) -> Result<u32> {
-        self.send_typed(bar, command, None)
+        self.send_typed(bar, command, None, command.reply_len())
     }
 
     /// Sends `command`, its fixed part then its variable payload, within [`SEND_TIMEOUT`],
-    /// awaiting a reply of function `reply` if given; returns the RPC sequence number.
+    /// awaiting a reply of function `reply` if given, and noting `reply_len` as its
+    /// payload length if given; returns the RPC sequence number.
     ///
     /// # Errors
     ///
@@ -1134,14 +1239,18 @@ impl Cmdq {
         bar: &impl Doorbell,
         command: &M,
         reply: Option<u32>,
+        reply_len: Option<usize>,
     ) -> Result<u32> {
         let fixed = command.init();
+        // A posted command's reply is of its own function.
+        let function = reply.unwrap_or(M::FUNCTION.into());
         self.send_parts(
             bar,
             M::FUNCTION,
             [fixed.as_bytes(), command.variable_payload()],
             SEND_TIMEOUT,
             reply,
+            reply_len.map(|len| (function, len)),
         )
     }
 
@@ -1161,7 +1270,7 @@ impl Cmdq {
         payload: &[u8],
         timeout: Delta,
     ) -> Result<u32> {
-        self.send_parts(bar, function, [payload, &[]], timeout, None)
+        self.send_parts(bar, function, [payload, &[]], timeout, None, None)
     }
 
     /// Sends an RPC whose payload is `parts` one after the other (a command's fixed part
@@ -1169,7 +1278,8 @@ impl Cmdq {
     /// bytes: the head, then continuation records. Each element's `rpc.length` covers its
     /// own chunk, the head's too, as upstream and nouveau send them; the GSP knows the
     /// whole length from the command's own fields. With `reply`, a reply of that function
-    /// is awaited, noted before the head is published.
+    /// is awaited, and with `reply_len` (its function and payload length) the length of
+    /// the reply is noted, both before the head is published.
     ///
     /// `tx` is held for the whole RPC, so that its elements follow each other on the ring.
     ///
@@ -1183,6 +1293,7 @@ impl Cmdq {
         parts: [&[u8]; 2],
         timeout: Delta,
         reply: Option<u32>,
+        reply_len: Option<(u32, usize)>,
     ) -> Result<u32> {
         let total = parts[0].len() + parts[1].len();
         if total > MAX_RPC_PAYLOAD {
@@ -1190,8 +1301,14 @@ impl Cmdq {
         }
         let mut tx = self.tx.lock();
         let sequence = tx.rpc_seq;
-        if let Some(reply) = reply {
-            self.replies.lock().expect(sequence, reply)?;
+        if reply.is_some() || reply_len.is_some() {
+            let mut replies = self.replies.lock();
+            if let Some(reply) = reply {
+                replies.expect(sequence, reply)?;
+            }
+            if let Some((function, len)) = reply_len {
+                replies.note_len(sequence, function, len);
+            }
         }
         let mut start = 0;
         let sent = loop {
@@ -1248,8 +1365,7 @@ impl Cmdq {
         timeout: Delta,
     ) -> Result {
         let chunk_len = range.len();
-        let mut header =
-            GspMsgElement::new(tx.seq, function.into(), sequence, chunk_len, chunk_len);
+        let mut header = GspMsgElement::new(tx.seq, function.into(), sequence, chunk_len);
         let elem_count = header.elem_count;
         self.wait_free(tx, elem_count, timeout)?;
 
@@ -1351,6 +1467,16 @@ impl Cmdq {
         }
     }
 
+    /// Wakes the waits on the queue of whoever was `handed` something, if any. `replies`
+    /// is held.
+    fn wake_for(&self, replies: &Replies, handed: Handed) {
+        match handed {
+            Handed::Reply(sequence) => self.wake(replies, Want::Reply(sequence).queue()),
+            Handed::Unclaimed => self.wake(replies, Want::Any.queue()),
+            Handed::Late | Handed::Dropped => {}
+        }
+    }
+
     /// If nobody receives, wakes one wait asleep on a queue, so that it takes over the
     /// ring: called whenever a wait stops receiving or ends. One suffices: the wait woken
     /// either finds what it waits for, and passes on in turn as it ends, or receives.
@@ -1423,10 +1549,18 @@ impl Cmdq {
     fn receive_until(&self, want: Want, budget: &mut Budget) -> Result<(), (Error, &'static str)> {
         let mut rx = self.rx.lock();
         let mut others = false;
+        // With `rx` held, as the lock order allows.
+        let expected = |function, sequence| {
+            let event = MsgFunction::try_from(function).is_ok_and(MsgFunction::is_event);
+            self.replies.lock().expected_len(function, sequence, event)
+        };
         loop {
-            let ready = match rx.receive_message(&self.gsp_mem, budget) {
+            let ready = match rx.receive_message(&self.gsp_mem, budget, &expected) {
                 Ok(msg) => self.hand_over(msg, want),
                 Err(RxError::Refused(errno, reason)) => self.refuse(errno, reason, want),
+                Err(RxError::Rejected(errno, reason, function, sequence)) => {
+                    self.reject(errno, reason, function, sequence, want)
+                }
                 Err(RxError::Ring(errno, reason)) => {
                     return Err(match (errno, others) {
                         (ETIMEDOUT, true) => (errno, "only other messages arrived in time"),
@@ -1462,11 +1596,7 @@ impl Cmdq {
         let mut replies = self.replies.lock();
         let handed = replies.hand_over(msg, event);
         let ready = replies.has(want);
-        match handed {
-            Handed::Reply(sequence) => self.wake(&replies, Want::Reply(sequence).queue()),
-            Handed::Unclaimed => self.wake(&replies, Want::Any.queue()),
-            Handed::Late | Handed::Dropped => {}
-        }
+        self.wake_for(&replies, handed);
         drop(replies);
         let name = MsgFunction::try_from(function).map_or("UNKNOWN", MsgFunction::name);
         match handed {
@@ -1503,6 +1633,35 @@ impl Cmdq {
         drop(replies);
         if !queued {
             dev_warn!(self.dev, "gsp: element refused: {}\n", reason);
+        }
+        ready
+    }
+
+    /// Hands the refusal of a message of `function` and `rpc.sequence`, for `reason`, to
+    /// the caller awaiting it as its reply, or else to the waits that take any message;
+    /// returns whether what `want` names is now there.
+    fn reject(
+        &self,
+        errno: Error,
+        reason: &'static str,
+        function: u32,
+        sequence: u32,
+        want: Want,
+    ) -> bool {
+        let mut replies = self.replies.lock();
+        replies.last_fault = Some(reason);
+        let handed = replies.hand_over_rejection(errno, function, sequence);
+        let ready = replies.has(want);
+        self.wake_for(&replies, handed);
+        drop(replies);
+        if matches!(handed, Handed::Late | Handed::Dropped) {
+            dev_warn!(
+                self.dev,
+                "gsp: message {} sequence {} refused: {}\n",
+                function,
+                sequence,
+                reason
+            );
         }
         ready
     }
@@ -1579,8 +1738,15 @@ impl Cmdq {
     ///   `rpc_result`.
     /// - Any error of [`Cmdq::receive_any`] or [`MessageFromGsp::read`].
     pub fn receive_msg<M: MessageFromGsp>(&self, timeout: Delta) -> Result<M> {
-        let msg = self.receive_any(timeout)?;
-        self.read_msg(&msg)
+        let function = u32::from(M::FUNCTION);
+        let Some(len) = M::LENGTH else {
+            return self.read_msg(&self.receive_any(timeout)?);
+        };
+        // A message of `M`'s function is reassembled to `M`'s length while this waits.
+        self.replies.lock().expect_typed(function, len)?;
+        let msg = self.receive_any(timeout);
+        self.replies.lock().unexpect_typed(function, len);
+        self.read_msg(&msg?)
     }
 
     /// Reads `msg`, a message received whole, as an `M`, recording the reason of a

@@ -849,6 +849,7 @@ impl CommandToGsp for GetGspStaticInfo {
 impl MessageFromGsp for GspStaticConfigInfo {
     const FUNCTION: MsgFunction = MsgFunction::GetGspStaticInfo;
     type Message = Self;
+    const LENGTH: Option<usize> = Some(core::mem::size_of::<Self>());
 
     fn read(msg: &Self, rest: &[u8]) -> Result<Self> {
         fixed_size(msg, rest)
@@ -883,6 +884,7 @@ pub struct GspInitDone {
 impl MessageFromGsp for GspInitDone {
     const FUNCTION: MsgFunction = MsgFunction::GspInitDone;
     type Message = Self;
+    const LENGTH: Option<usize> = Some(core::mem::size_of::<Self>());
 
     fn read(msg: &Self, rest: &[u8]) -> Result<Self> {
         fixed_size(msg, rest)
@@ -964,6 +966,11 @@ impl CommandToGsp for Echo<'_> {
 
     fn variable_payload(&self) -> &[u8] {
         self.0
+    }
+
+    /// The bytes alone come back.
+    fn reply_len(&self) -> Option<usize> {
+        Some(self.0.len())
     }
 }
 
@@ -1081,6 +1088,11 @@ impl CommandToGsp for RmControl<'_> {
 
     fn variable_payload(&self) -> &[u8] {
         self.params
+    }
+
+    /// The header and the parameters, filled in, come back.
+    fn reply_len(&self) -> Option<usize> {
+        Some(self.size())
     }
 }
 

@@ -488,26 +488,21 @@ const_assert_eq!(core::mem::align_of::<GspMsgElement>(), 8);
 const_assert_eq!(ELEMENT_HEADER_SIZE % 8, 0);
 
 impl GspMsgElement {
-    /// Returns the header of an element carrying `chunk_len` payload bytes of an RPC whose
-    /// whole payload is `rpc_payload_len` bytes, with the checksum still zero.
+    /// Returns the header of an element carrying `chunk_len` payload bytes, with the
+    /// checksum still zero. Its `rpc.length` covers the RPC header and this element's own
+    /// chunk, as r570 firmware and the drivers send every element, a split RPC's head
+    /// included (see "Split RPCs" in [`crate::gsp::cmdq`]).
     ///
-    /// Callers keep `chunk_len <= MAX_ELEMENT_PAYLOAD` and `rpc_payload_len <=
-    /// MAX_RPC_PAYLOAD`.
-    pub fn new(
-        seq_num: u32,
-        function: u32,
-        sequence: u32,
-        chunk_len: usize,
-        rpc_payload_len: usize,
-    ) -> Self {
+    /// Callers keep `chunk_len <= MAX_ELEMENT_PAYLOAD`.
+    pub fn new(seq_num: u32, function: u32, sequence: u32, chunk_len: usize) -> Self {
         Self {
             seq_num,
             elem_count: elem_count_for(chunk_len),
             rpc: GspRpcHeader {
                 header_version: RPC_HEADER_VERSION.into_bits(),
                 signature: RPC_SIGNATURE,
-                // CAST: bounded by `MAX_RPC_PAYLOAD` + 32, far below `u32::MAX`.
-                length: (RPC_HEADER_SIZE + rpc_payload_len) as u32,
+                // CAST: bounded by `MAX_ELEMENT_PAYLOAD` + 32, far below `u32::MAX`.
+                length: (RPC_HEADER_SIZE + chunk_len) as u32,
                 function,
                 rpc_result: RPC_RESULT_PENDING,
                 rpc_result_private: RPC_RESULT_PENDING,
@@ -536,7 +531,7 @@ impl GspMsgElement {
         self.check_sum = sum.fold();
     }
 
-    /// Returns the payload length of the whole RPC, from `rpc.length`.
+    /// Returns the payload length `rpc.length` announces: this element's chunk.
     ///
     /// `None` if `rpc.length` is shorter than the RPC header.
     pub fn rpc_payload_len(&self) -> Option<usize> {
@@ -549,9 +544,8 @@ impl GspMsgElement {
 /// [`ELEMENT_HEADER_SIZE`]).
 ///
 /// Checks, in order: the header's `elemCount` matches, the signature and header version,
-/// `rpc.length` covers the RPC header, the payload fits the slots exactly (a longer
-/// `rpc.length` only for a full non-continuation head of at most [`MAX_RPC_PAYLOAD`]),
-/// and the checksum.
+/// `rpc.length` covers the RPC header and no more than one element's payload (a split
+/// RPC's head included), the payload fits the slots exactly, and the checksum.
 ///
 /// # Errors
 ///
@@ -600,20 +594,15 @@ pub fn validate_header(
     {
         return bad("unsupported RPC header version");
     }
-    let Some(total) = header.rpc_payload_len() else {
+    let Some(chunk_len) = header.rpc_payload_len() else {
         return bad("RPC length below the RPC header");
     };
-    let chunk_len = if total <= MAX_ELEMENT_PAYLOAD {
-        total
-    } else if total > MAX_RPC_PAYLOAD {
-        return bad("RPC length above the largest RPC");
-    } else if header.rpc.function != u32::from(MsgFunction::ContinuationRecord)
-        && elem_count == MAX_ELEMENT_PAGES
-    {
-        MAX_ELEMENT_PAYLOAD
-    } else {
-        return bad("RPC length beyond the element");
-    };
+    // Every element, a split RPC's head included, announces its own chunk only: a head
+    // announcing its whole RPC is refused here, as nouveau's receive refuses a head whose
+    // `rpc.length` exceeds one element.
+    if chunk_len > MAX_ELEMENT_PAYLOAD {
+        return bad(RPC_LENGTH_BEYOND_ELEMENT);
+    }
     if elem_count_for(chunk_len) != elem_count {
         return bad("RPC length inconsistent with the element count");
     }
@@ -635,6 +624,10 @@ pub fn verify_checksum(
     sum.update(chunk);
     sum.verify()
 }
+
+/// The reason [`validate_header`] gives for an element whose `rpc.length` announces more
+/// than one element carries (a split RPC's head announcing the whole RPC among them).
+pub const RPC_LENGTH_BEYOND_ELEMENT: &str = "RPC length beyond one element";
 
 /// Why an element was refused: always `EIO`, with a short reason for logs and tools.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

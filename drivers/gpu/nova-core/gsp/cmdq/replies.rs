@@ -21,7 +21,10 @@
 
 use kernel::prelude::*;
 
-use crate::gsp::cmdq::GspMessage;
+use crate::gsp::{
+    cmdq::GspMessage,
+    fw::MsgFunction, //
+};
 
 /// The most messages kept for the waits that take any message; beyond it they are
 /// dropped. Such a wait takes them one at a time, and the skipping waits drain them.
@@ -77,14 +80,18 @@ pub enum ReplyMatch {
     InOrder,
 }
 
+/// The most reply lengths noted ([`Replies::note_len`]); beyond it the oldest is forgotten
+/// (its reply, if it ever comes, is then reassembled as a message no one expects).
+const LENGTHS_MAX: usize = 64;
+
 /// A command whose reply a caller awaits.
 struct Awaited {
     /// Its `rpc.sequence`.
     sequence: u32,
     /// The function of its reply.
     function: u32,
-    /// The reply, once handed over.
-    reply: Option<GspMessage>,
+    /// The reply, or its refusal, once handed over.
+    reply: Option<Result<GspMessage>>,
     /// The caller stopped waiting: the reply is dropped when it comes.
     abandoned: bool,
 }
@@ -137,6 +144,12 @@ pub(crate) struct Replies {
     pub(crate) counts: Delivery,
     awaited: KVec<Awaited>,
     unclaimed: KVec<Result<GspMessage>>,
+    /// The payload lengths of replies still to come, where their command said
+    /// ([`Replies::note_len`]): `(rpc.sequence, function, length)`, oldest first.
+    lengths: KVec<(u32, u32, usize)>,
+    /// The lengths the typed waits that take any message expect of their function
+    /// ([`Replies::expect_typed`]): `(function, length)`.
+    typed: KVec<(u32, usize)>,
 }
 
 impl Replies {
@@ -157,7 +170,68 @@ impl Replies {
             },
             awaited: KVec::new(),
             unclaimed: KVec::new(),
+            lengths: KVec::new(),
+            typed: KVec::new(),
         }
+    }
+
+    /// Notes that the reply, of `function`, to the command `sequence` about to be sent has
+    /// `len` payload bytes: a split reply is whole at that length, and refused shorter.
+    /// The oldest note is forgotten beyond [`LENGTHS_MAX`], and so is a note that cannot
+    /// be kept: the reply is then reassembled as the GSP's elements delimit it.
+    pub(crate) fn note_len(&mut self, sequence: u32, function: u32, len: usize) {
+        self.lengths.retain(|&mut (s, _, _)| s != sequence);
+        if self.lengths.len() >= LENGTHS_MAX {
+            let _ = self.lengths.remove(0);
+        }
+        let _ = self.lengths.push((sequence, function, len), GFP_KERNEL);
+    }
+
+    /// Notes that a typed wait that takes any message expects messages of `function` to
+    /// have `len` payload bytes, until [`Replies::unexpect_typed`].
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if the note cannot be kept.
+    pub(crate) fn expect_typed(&mut self, function: u32, len: usize) -> Result {
+        self.typed.push((function, len), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Drops one note of [`Replies::expect_typed`].
+    pub(crate) fn unexpect_typed(&mut self, function: u32, len: usize) {
+        if let Some(i) = self.typed.iter().position(|&t| t == (function, len)) {
+            let _ = self.typed.remove(i);
+        }
+    }
+
+    /// The payload length expected of the message of `function` and `rpc.sequence`
+    /// whose head was just received, if any reader expects one: the length noted for
+    /// the reply it is (matched as [`ReplyMatch`] says, and then forgotten), else the one
+    /// a typed wait expects of its function. `event` says whether it is an event, which
+    /// answers no command.
+    pub(crate) fn expected_len(
+        &mut self,
+        function: u32,
+        sequence: u32,
+        event: bool,
+    ) -> Option<usize> {
+        if !event {
+            let found = match self.matching {
+                ReplyMatch::Sequence => self
+                    .lengths
+                    .iter()
+                    .position(|&(s, f, _)| s == sequence && f == function),
+                ReplyMatch::InOrder => self.lengths.iter().position(|&(_, f, _)| f == function),
+            };
+            if let Some(i) = found {
+                return self.lengths.remove(i).ok().map(|(_, _, len)| len);
+            }
+        }
+        self.typed
+            .iter()
+            .find(|&&(f, _)| f == function)
+            .map(|&(_, len)| len)
     }
 
     /// Notes that a caller awaits the reply, of `function`, to the command `sequence`
@@ -229,14 +303,14 @@ impl Replies {
     /// Takes what `want` names, if it was handed over.
     pub(crate) fn take(&mut self, want: Want) -> Option<Result<GspMessage>> {
         match want {
-            Want::Reply(sequence) => self.take_reply(sequence).map(Ok),
+            Want::Reply(sequence) => self.take_reply(sequence),
             Want::Any => self.take_unclaimed(),
             Want::Nothing => None,
         }
     }
 
-    /// Takes the reply to command `sequence`, if it was handed over.
-    fn take_reply(&mut self, sequence: u32) -> Option<GspMessage> {
+    /// Takes the reply to command `sequence`, or its refusal, if it was handed over.
+    fn take_reply(&mut self, sequence: u32) -> Option<Result<GspMessage>> {
         let i = self
             .awaited
             .iter()
@@ -265,38 +339,77 @@ impl Replies {
     /// (events answer no command, so they are never taken for a reply: they carry
     /// `rpc.sequence` 0, which a command has too).
     pub(crate) fn hand_over(&mut self, msg: GspMessage, event: bool) -> Handed {
-        if !event {
-            let found = match self.matching {
-                ReplyMatch::Sequence => self
-                    .awaited
-                    .iter()
-                    .position(|a| a.sequence == msg.sequence && a.reply.is_none()),
-                ReplyMatch::InOrder => self
-                    .awaited
-                    .iter()
-                    .position(|a| a.function == msg.function && a.reply.is_none()),
-            };
-            if let Some(i) = found {
-                if self.awaited[i].abandoned {
-                    self.counts.late += 1;
-                    let _ = self.awaited.remove(i);
-                    return Handed::Late;
-                }
-                self.counts.replies += 1;
-                self.awaited[i].reply = Some(msg);
-                return Handed::Reply(self.awaited[i].sequence);
-            }
-        }
+        let (function, sequence) = (msg.function, msg.sequence);
+        let item = match event {
+            true => Ok(msg),
+            false => match self.hand_to_caller(function, sequence, Ok(msg)) {
+                Ok(handed) => return handed,
+                Err(back) => back,
+            },
+        };
         // A message that is no reply awaited is kept even while no wait takes any: it may be
         // the reply to a command sent with `post`, whose caller receives it later. An event
         // without a handler is kept only for a wait that runs.
-        if self.queue_unclaimed(Ok(msg), !event) {
+        if self.queue_unclaimed(item, !event) {
             return Handed::Unclaimed;
         }
         if !event {
             self.counts.dropped += 1;
         }
         Handed::Dropped
+    }
+
+    /// Hands `reply`, a message of `function` answering command `sequence` or its
+    /// refusal, to the caller awaiting it as [`ReplyMatch`] says: [`Handed::Reply`], or
+    /// [`Handed::Late`] if that caller stopped waiting (the reply is dropped). Gives
+    /// `reply` back if nobody awaits it.
+    fn hand_to_caller(
+        &mut self,
+        function: u32,
+        sequence: u32,
+        reply: Result<GspMessage>,
+    ) -> core::result::Result<Handed, Result<GspMessage>> {
+        let found = match self.matching {
+            ReplyMatch::Sequence => self
+                .awaited
+                .iter()
+                .position(|a| a.sequence == sequence && a.reply.is_none()),
+            ReplyMatch::InOrder => self
+                .awaited
+                .iter()
+                .position(|a| a.function == function && a.reply.is_none()),
+        };
+        let Some(i) = found else {
+            return Err(reply);
+        };
+        if self.awaited[i].abandoned {
+            self.counts.late += 1;
+            let _ = self.awaited.remove(i);
+            return Ok(Handed::Late);
+        }
+        self.counts.replies += 1;
+        self.awaited[i].reply = Some(reply);
+        Ok(Handed::Reply(self.awaited[i].sequence))
+    }
+
+    /// Hands over the refusal `err` of a message of `function` and `rpc.sequence` just
+    /// taken off the ring: to the caller awaiting it as its reply, if one does, else as
+    /// [`Replies::hand_over_refusal`] does ([`Handed::Unclaimed`] or [`Handed::Dropped`]).
+    pub(crate) fn hand_over_rejection(
+        &mut self,
+        err: Error,
+        function: u32,
+        sequence: u32,
+    ) -> Handed {
+        if !MsgFunction::try_from(function).is_ok_and(MsgFunction::is_event) {
+            if let Ok(handed) = self.hand_to_caller(function, sequence, Err(err)) {
+                return handed;
+            }
+        }
+        match self.hand_over_refusal(err) {
+            true => Handed::Unclaimed,
+            false => Handed::Dropped,
+        }
     }
 
     /// Hands over the refusal `err` of an element just taken off the ring: queued for
