@@ -13,8 +13,10 @@
 #   4. ordering: the loom scenarios of the real driver and virtual GSP, each
 #      execution decided by the Linux DMA contract checker, the seed's pre-fix
 #      barrier placement failing as a regression test, the mbarrier used by three
-#      agents at once under loom, and every barrier mutant killed
-#      (`cargo xtask ordering-mutants`);
+#      agents at once under loom, the kernel's own litmus tests (Linux 7.3's
+#      tools/memory-model and Documentation/litmus-tests) decided by the contract checker
+#      and compared with their Result: lines (`cargo xtask litmus`), and every barrier
+#      mutant killed (`cargo xtask ordering-mutants`);
 #   5. no_std: the driver and the virtual GSP built for aarch64-unknown-none
 #      (core + alloc only) with Debian's rustc-web;
 #   6. aarch64: the same tests cross-built for aarch64-unknown-linux-gnu and run
@@ -212,6 +214,15 @@ logged target/mbarrier-loom.log -e 'test result|FAILED|panicked' \
     env RUSTFLAGS="--cfg loom" cargo test -p vgsp-model --release --test mbarrier --target-dir target/model ||
     fail "mbarrier under loom (see target/mbarrier-loom.log)"
 pass "mbarrier under loom"
+
+step "ordering: the kernel's own litmus tests against the contract checker (cargo xtask litmus)"
+# Read from the cached Linux 7.3 tree at run time; every test of the subset agrees with its
+# `Result:` line or is listed, with its reason, as a deliberate difference.
+logged target/litmus.log -e '^litmus:|DISAGREES|deliberate difference' \
+    env VGSP_CACHE="$CACHE" cargo xtask litmus || fail "a litmus test disagrees with its Result: line (see target/litmus.log)"
+grep -qE '^litmus: [0-9]+ run, [0-9]+ agree, [0-9]+ deliberately different, [0-9]+ skipped, 0 disagree$' \
+    target/litmus.log || fail "cargo xtask litmus printed no verdict"
+pass "kernel litmus tests"
 
 step "ordering: barrier mutants (cargo xtask ordering-mutants)"
 logged target/mutants.log -v '^ {10}by ' cargo xtask ordering-mutants ||

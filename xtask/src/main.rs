@@ -21,6 +21,10 @@
 //! plugin, and the trace decided under Linux's DMA contract and arm64's architecture;
 //! with `--mutants`, every mutant above too (see [`ordering`]).
 //!
+//! `cargo xtask litmus [--check] [FILE|DIR]...`: C litmus tests in LKMM's format decided
+//! by the contract checker; with no path, Linux 7.3's own, checked against their `Result:`
+//! lines (see [`litmus`]).
+//!
 //! `cargo xtask linux-7.3` and `cargo xtask check-patches [--tree DIR]`: the Linux 7.3
 //! tree and the patches of `upstream/` (see [`linux`]).
 //!
@@ -36,6 +40,7 @@
 mod api;
 mod kernel;
 mod linux;
+mod litmus;
 mod ordering;
 mod upstream;
 
@@ -446,13 +451,14 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ordering-mutants") => ordering_mutants(&args[1..]),
         Some("ordering-trace") => ordering::ordering_trace(&args[1..]),
+        Some("litmus") => litmus::litmus(&args[1..]),
         Some("linux-7.3") => linux::linux_7_3_command(&args[1..]),
         Some("check-patches") => linux::check_patches(&args[1..]),
         Some("api-7.3") => api::api_7_3(&args[1..]),
         Some("kernel-7.3") => kernel::kernel_7_3(&args[1..]),
         Some("upstream") => upstream::upstream(&args[1..]),
         _ => Err("usage: cargo xtask ordering-mutants [--jobs N] [--list] | \
-                  ordering-trace [--mutants] | linux-7.3 | \
+                  ordering-trace [--mutants] | litmus [--check] [FILE|DIR]... | linux-7.3 | \
                   check-patches [--tree DIR] | api-7.3 [--tree DIR] | \
                   kernel-7.3 [--without-project] [x86_64|arm64]... | \
                   upstream [--tree DIR] [--patch FILE]... [WHAT...]"

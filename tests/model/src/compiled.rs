@@ -40,7 +40,11 @@
 //!
 //! Each pair is then decided against the agent's preserved program order
 //! ([`crate::ppo`]), under two verdicts ([`Verdict`]). Each missing ordering is a
-//! [`Defect`], grouped by where it is in the source.
+//! [`Defect`], grouped by where it is in the source. Accesses of one location are
+//! ordered as the memory models have them: a load before a later access of it, a store
+//! before a later store; a slot store that its agent reads back (a checksum computed
+//! over the ring) orders nothing after it, as the load may be forwarded from the store
+//! buffer.
 //!
 //! # The two verdicts
 //!

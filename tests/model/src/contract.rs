@@ -11,7 +11,9 @@
 //! `fr = rf⁻¹ ; co` (a load is before every store co-after the one it read).
 //!
 //! Preserved program order (ppo) of one agent: for events `a` po-before `b`,
-//! - `a` and `b` access the same location; or
+//! - `a` and `b` access the same location and `a` is a load, or both are stores (a store
+//!   before a later load of its location is not ordered: the load may be forwarded from
+//!   the agent's store buffer; see [`crate::ppo`]); or
 //! - a barrier between them orders them: `Full` orders every pair, `Read` orders
 //!   load→load, `Write` orders store→store (Documentation/memory-barriers.txt; arm64's
 //!   `dmb oshld` also orders load→store, but the contract does not promise it);
@@ -32,8 +34,16 @@
 //!
 //! An execution is *allowed* iff `ppo ∪ rfe ∪ co ∪ fr` is acyclic, where rfe is rf
 //! between different agents (a store may be seen early by its own agent, as through a
-//! store buffer). This is multi-copy atomic, which arm64 is, and which the DMA
-//! contract assumes for a coherent device.
+//! store buffer), and each location is coherent: `po-loc ∪ rf ∪ co ∪ fr` is acyclic
+//! (LKMM's and herd's "uniproc": an agent never reads a value older than one it wrote or
+//! read before, nor a store it makes later). This is multi-copy atomic, which arm64 is,
+//! and which the DMA contract assumes for a coherent device.
+//!
+//! The device's own accesses of one location obey the same rules as a CPU's: it reads
+//! its own writes (coherence), orders a load of a location before its later accesses of
+//! it and a store before its later stores of it, and may satisfy a load from a store of
+//! its own not yet visible to the CPUs. The virtual GSP relies on nothing more: it loads
+//! the driver's pointers and stores its own, and never reads back a slot it wrote.
 //!
 //! # The question asked
 //!
@@ -119,6 +129,23 @@ pub enum Op {
         /// The value stored.
         value: u64,
     },
+    /// A load of `loc` with acquire semantics (`smp_load_acquire`), which returned `value`:
+    /// ordered before every later access of its agent. Unlike [`Op::Acquire`], it is an
+    /// access of a location like any other.
+    LoadAcquire {
+        /// The location.
+        loc: u64,
+        /// The value returned.
+        value: u64,
+    },
+    /// A store of `value` to `loc` with release semantics (`smp_store_release`): every
+    /// earlier access of its agent is ordered before it.
+    StoreRelease {
+        /// The location.
+        loc: u64,
+        /// The value stored.
+        value: u64,
+    },
 }
 
 /// One event.
@@ -136,31 +163,44 @@ pub struct Event {
 }
 
 impl Event {
-    fn loc(&self) -> Option<u64> {
+    /// The location it accesses, if it is an access.
+    pub fn loc(&self) -> Option<u64> {
         match self.op {
             Op::Load { loc, .. }
             | Op::Store { loc, .. }
             | Op::Acquire { loc, .. }
-            | Op::Release { loc, .. } => Some(loc),
+            | Op::Release { loc, .. }
+            | Op::LoadAcquire { loc, .. }
+            | Op::StoreRelease { loc, .. } => Some(loc),
             Op::Fence(_) => None,
         }
     }
 
-    fn is_load(&self) -> bool {
-        matches!(self.op, Op::Load { .. } | Op::Acquire { .. })
+    /// Whether it reads.
+    pub fn is_load(&self) -> bool {
+        matches!(
+            self.op,
+            Op::Load { .. } | Op::Acquire { .. } | Op::LoadAcquire { .. }
+        )
     }
 
-    fn is_store(&self) -> bool {
-        matches!(self.op, Op::Store { .. } | Op::Release { .. })
+    /// Whether it writes.
+    pub fn is_store(&self) -> bool {
+        matches!(
+            self.op,
+            Op::Store { .. } | Op::Release { .. } | Op::StoreRelease { .. }
+        )
     }
 
     /// The value a load returned or a store wrote.
-    fn value(&self) -> Option<u64> {
+    pub fn value(&self) -> Option<u64> {
         match self.op {
             Op::Load { value, .. }
             | Op::Store { value, .. }
             | Op::Acquire { value, .. }
-            | Op::Release { value, .. } => Some(value),
+            | Op::Release { value, .. }
+            | Op::LoadAcquire { value, .. }
+            | Op::StoreRelease { value, .. } => Some(value),
             Op::Fence(_) => None,
         }
     }
@@ -207,6 +247,8 @@ fn item(e: &Event) -> Item {
         Op::Store { loc, .. } => Item::Access(Access::plain(false, true, Some(loc))),
         Op::Acquire { .. } => Item::Acquire(Access::plain(true, false, None)),
         Op::Release { .. } => Item::Release(Access::plain(false, true, None)),
+        Op::LoadAcquire { loc, .. } => Item::Acquire(Access::plain(true, false, Some(loc))),
+        Op::StoreRelease { loc, .. } => Item::Release(Access::plain(false, true, Some(loc))),
         Op::Fence(f) => {
             let side = match f {
                 Flavour::Full => Select::All,
@@ -229,23 +271,42 @@ struct Graph<'a> {
     events: &'a [Event],
     /// Edges of ppo (through barrier nodes) and co.
     base: Vec<Vec<usize>>,
+    /// Edges of po-loc (each access to its agent's next access of the location) and co:
+    /// the coherence ("uniproc") axiom's fixed part.
+    coherence: Vec<Vec<usize>>,
     /// Per location, the stores in coherence order.
     co: HashMap<u64, Vec<usize>>,
 }
 
 impl<'a> Graph<'a> {
+    /// The graph of a trace, whose stores are in coherence order in the trace's order.
     fn new(events: &'a [Event]) -> Self {
-        let n = events.len();
-        let mut base: Vec<Vec<usize>> = vec![Vec::new(); n];
         let mut co: HashMap<u64, Vec<usize>> = HashMap::new();
         for (i, e) in events.iter().enumerate() {
             if let (true, Some(loc)) = (e.is_store(), e.loc()) {
                 co.entry(loc).or_default().push(i);
             }
         }
+        Self::with_co(events, co)
+    }
+
+    /// The graph of `events` with the coherence order `co` (per location, its stores).
+    fn with_co(events: &'a [Event], co: HashMap<u64, Vec<usize>>) -> Self {
+        let n = events.len();
+        let mut base: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut coherence: Vec<Vec<usize>> = vec![Vec::new(); n];
         for stores in co.values() {
             for w in stores.windows(2) {
                 base[w[0]].push(w[1]);
+                coherence[w[0]].push(w[1]);
+            }
+        }
+        let mut last: HashMap<(u8, u64), usize> = HashMap::new();
+        for (i, e) in events.iter().enumerate() {
+            if let Some(loc) = e.loc() {
+                if let Some(prev) = last.insert((e.agent, loc), i) {
+                    coherence[prev].push(i);
+                }
             }
         }
 
@@ -259,7 +320,12 @@ impl<'a> Graph<'a> {
                 base[po[from]].push(po[to]);
             }
         }
-        Self { events, base, co }
+        Self {
+            events,
+            base,
+            coherence,
+            co,
+        }
     }
 
     /// The source the recorded value implies: the latest store of that location with
@@ -280,16 +346,19 @@ impl<'a> Graph<'a> {
             .map_or(Src::Init, |&s| Src::Store(s))
     }
 
-    /// Whether `ppo ∪ rfe ∪ co ∪ fr` is acyclic with the sources `src`.
+    /// Whether `ppo ∪ rfe ∪ co ∪ fr` is acyclic with the sources `src`, and so is
+    /// `po-loc ∪ rf ∪ co ∪ fr` (coherence).
     fn allowed(&self, src: &HashMap<usize, Src>) -> bool {
         let mut adj = self.base.clone();
+        let mut coherence = self.coherence.clone();
         for (&load, &s) in src {
             let Some(loc) = self.events[load].loc() else {
                 continue;
             };
             let stores = self.co.get(&loc).map(Vec::as_slice).unwrap_or(&[]);
-            // rfe
             if let Src::Store(w) = s {
+                coherence[w].push(load);
+                // rfe
                 if self.events[w].agent != self.events[load].agent {
                     adj[w].push(load);
                 }
@@ -301,9 +370,10 @@ impl<'a> Graph<'a> {
             };
             if let Some(&next) = next {
                 adj[load].push(next);
+                coherence[load].push(next);
             }
         }
-        !has_cycle(&adj)
+        !has_cycle(&coherence) && !has_cycle(&adj)
     }
 }
 
@@ -344,6 +414,31 @@ pub fn allowed(events: &[Event]) -> bool {
     let src = (0..events.len())
         .filter(|&i| events[i].is_load())
         .map(|i| (i, g.recorded_src(i)))
+        .collect();
+    g.allowed(&src)
+}
+
+/// One candidate execution of a program's events: what each load reads from, and the
+/// coherence order of each location's stores.
+#[derive(Clone, Debug, Default)]
+pub struct Execution {
+    /// For each load (its index in the events), the store it reads from, or `None` for
+    /// the initial value.
+    pub rf: HashMap<usize, Option<usize>>,
+    /// For each location, its stores in coherence order (every store of the events to
+    /// that location, once).
+    pub co: HashMap<u64, Vec<usize>>,
+}
+
+/// Returns whether `exec`, an execution of `events` (whose order is each agent's program
+/// order), is allowed by the contract: the litmus question for executions a caller
+/// enumerates ([`crate::litmus`]), rather than the one a trace recorded.
+pub fn consistent(events: &[Event], exec: &Execution) -> bool {
+    let g = Graph::with_co(events, exec.co.clone());
+    let src = exec
+        .rf
+        .iter()
+        .map(|(&load, &store)| (load, store.map_or(Src::Init, Src::Store)))
         .collect();
     g.allowed(&src)
 }

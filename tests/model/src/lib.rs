@@ -19,6 +19,7 @@
 
 pub mod compiled;
 pub mod contract;
+pub mod litmus;
 pub mod ppo;
 #[cfg(loom)]
 pub mod scenarios;

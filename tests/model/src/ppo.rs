@@ -6,13 +6,23 @@
 //! An agent's events, in program order, are [`Item`]s: accesses, and ordering points.
 //! An ordering point orders every earlier access it selects before every later access it
 //! selects, by kind: a `Read` barrier loads before loads, a control dependency the loads
-//! the control flow depended on before later stores. Two accesses of one location are
-//! ordered as well (coherence).
+//! the control flow depended on before later stores.
+//!
+//! Two accesses of one location are ordered as the memory models order them: a load
+//! before a later load or store of the location it read, and a store before a later store
+//! of its location (Linux's memory model keeps `fr` and `co` within one CPU in its
+//! preserved program order; Arm's ordered-before likewise). A store before a later load of
+//! its location is *not* ordered: the load may be satisfied from the agent's own store
+//! buffer before the store is visible to anyone else (LKMM leaves `rfi` out of `hb`, Arm
+//! out of ordered-before). That the load cannot read an older value than its own agent's
+//! store is coherence, which [`crate::contract`] checks on its own (its "uniproc" axiom);
+//! it orders nothing towards other locations.
 //!
 //! The graph stays linear in the number of events: each access has an edge to the next
 //! ordering point of each kind that selects it before, each ordering point an edge to the
 //! next point of the same kind and to the accesses it selects after up to that point, and
-//! each access to the agent's next access of the same location. One access is ordered
+//! each access of a location from the agent's latest load of it, and a store also from
+//! the agent's latest store of it (earlier ones reach those). One access is ordered
 //! before another exactly when a path leads from the first to the second; every edge goes
 //! forward in program order, so the graph is a DAG in index order and the questions below
 //! take one pass each.
@@ -134,7 +144,8 @@ impl Graph {
             succ[from].push(to as u32);
         };
         let mut chains: HashMap<(Select, Select), Chain> = HashMap::new();
-        let mut last_at: HashMap<u64, usize> = HashMap::new();
+        // Per location, the agent's latest load and latest store of it.
+        let mut last_at: HashMap<u64, (Option<usize>, Option<usize>)> = HashMap::new();
         // The latest acquire, ordered before every later access; the accesses since the
         // latest release, ordered before the next one (which the latest is, too).
         let mut acquired: Option<usize> = None;
@@ -170,8 +181,21 @@ impl Graph {
                         }
                     }
                     if let Some(loc) = a.loc {
-                        if let Some(prev) = last_at.insert(loc, i) {
+                        let (load, store) = last_at.entry(loc).or_default();
+                        // A load before a later access of its location; a store before a
+                        // later store only (a later load may be forwarded from it).
+                        let mut from = [*load, None];
+                        if a.writes {
+                            from[1] = *store;
+                        }
+                        for prev in from.into_iter().flatten() {
                             edge(prev, i, &mut succ);
+                        }
+                        if a.reads {
+                            *load = Some(i);
+                        }
+                        if a.writes {
+                            *store = Some(i);
                         }
                     }
                 }

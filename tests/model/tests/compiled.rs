@@ -1177,8 +1177,15 @@ fn ppo_write_barrier_does_not_order_load_store() {
 
 #[test]
 fn ppo_same_location() {
-    assert!(ordered(&[store(1), load(1)], 0, 1));
+    // A store before a later load of its location is not ordered (forwarding); a load
+    // before a later load or store of it, and a store before a later store, are.
+    assert!(!ordered(&[store(1), load(1)], 0, 1));
+    assert!(ordered(&[load(1), load(1)], 0, 1));
+    assert!(ordered(&[store(1), store(1)], 0, 1));
     assert!(ordered(&[load(1), load(2), store(1)], 0, 2));
+    // Nor through a read-back and a `Read` barrier: the upstream checksum pass's shape.
+    let rmb = order(Select::Loads, Select::Loads);
+    assert!(!ordered(&[store(1), load(1), rmb, load(2)], 0, 3));
     assert!(!ordered(&[store(1), load(2)], 0, 1));
     // Coherence then a barrier: a path through both.
     let wmb = order(Select::Stores, Select::Stores);

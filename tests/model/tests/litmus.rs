@@ -5,8 +5,10 @@
 
 use vgsp_model::contract::{
     allowed,
+    consistent,
     find_violation,
     Event,
+    Execution,
     Flavour,
     Op, //
 };
@@ -278,4 +280,73 @@ fn a_lock_hands_over_what_was_published_to_its_holder() {
         read,
     ];
     assert_eq!(find_violation(&v).unwrap(), None);
+}
+
+// Same-location ordering, as LKMM and Arm have it: a load before a later access of its
+// location, a store before a later store of it; a store before a later load of it is not
+// ordered (the load may be forwarded from the store buffer), but coherence still holds.
+
+#[test]
+fn a_store_read_back_by_its_own_agent_orders_nothing_after_it() {
+    // SB with a read-back (LKMM: Sometimes): P0 stores x, reads it back, `Read` barrier,
+    // reads y == 0; P1 stores y, `Full` barrier, reads x == 0.
+    let v = vec![
+        st(0, X, 1),
+        ld(0, X, 1),
+        mb(0, Flavour::Read),
+        ld(0, Y, 0),
+        st(1, Y, 1),
+        mb(1, Flavour::Full),
+        ld(1, X, 0),
+    ];
+    assert!(allowed(&v));
+}
+
+#[test]
+fn a_load_orders_a_later_store_of_its_location() {
+    // P0 reads x == 1, `Read` barrier, reads z == 0, then stores z = 2; P1 reads z == 2,
+    // `Full` barrier, stores x = 1 (LKMM: Never). The load of z is ordered before the
+    // store of z (fr within one agent), closing the cycle.
+    const Z: u64 = 3;
+    let v = vec![
+        ld(0, X, 1),
+        mb(0, Flavour::Read),
+        ld(0, Z, 0),
+        st(0, Z, 2),
+        ld(1, Z, 2),
+        mb(1, Flavour::Full),
+        st(1, X, 1),
+    ];
+    assert!(!allowed(&v));
+}
+
+#[test]
+fn a_load_never_reads_older_than_its_own_agents_store() {
+    // CoWR: P0 stores x = 1 then reads x == 0 (the initial value).
+    assert!(!allowed(&[st(0, X, 1), ld(0, X, 0)]));
+}
+
+#[test]
+fn a_load_orders_a_later_store_of_its_location_against_coherence() {
+    // CoRW: P0 reads x == 2 (P1's store), then stores x = 1, which is coherence-before
+    // P1's: forbidden.
+    let events = vec![ld(0, X, 2), st(0, X, 1), st(1, X, 2)];
+    let exec = |co: Vec<usize>| Execution {
+        rf: [(0, Some(2))].into_iter().collect(),
+        co: [(X, co)].into_iter().collect(),
+    };
+    assert!(!consistent(&events, &exec(vec![1, 2])));
+    assert!(consistent(&events, &exec(vec![2, 1])));
+}
+
+#[test]
+fn two_stores_of_one_location_keep_their_order() {
+    // CoWW: P0 stores x = 1 then x = 2; coherence cannot put the second first.
+    let events = vec![st(0, X, 1), st(0, X, 2)];
+    let exec = |co: Vec<usize>| Execution {
+        rf: Default::default(),
+        co: [(X, co)].into_iter().collect(),
+    };
+    assert!(!consistent(&events, &exec(vec![1, 0])));
+    assert!(consistent(&events, &exec(vec![0, 1])));
 }
