@@ -4,7 +4,7 @@
 # The test command. Runs, in order, failing loudly at the first problem (every failure,
 # whatever the command that failed, prints `FAIL:` with the step's name and then the
 # summary line `tests: N passed, 1 failed`):
-#   1. style: rustfmt and clippy (-D warnings);
+#   1. style: rustfmt, clippy and rustdoc (-D warnings);
 #   2. host (x86_64): every cargo test of the workspace, the 100 000-command
 #      end-to-end test included;
 #   3. `cargo run --release`: the bring-up transcript and the KUnit suites as
@@ -179,6 +179,7 @@ step "style: cargo fmt --check, cargo clippy -D warnings"
 cargo fmt --all -- --check || fail "cargo fmt: run 'cargo fmt --all'"
 cargo clippy --workspace --all-targets -- -D warnings || fail "clippy"
 cargo clippy -p nova-core -p vgsp -- -D warnings || fail "clippy (no_std driver alone)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q || fail "cargo doc: a rustdoc warning (dead or private link)"
 pass "style"
 
 step "host x86_64: cargo test --workspace"

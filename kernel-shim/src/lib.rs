@@ -14,7 +14,7 @@
 //!   feature selects the host backend built on `std` ([`host`]); without it the crate is
 //!   `no_std` and the environment functions are provided by the embedding
 //!   ([`env`]), as the kernel provides them to its own `kernel` crate;
-//! - under `--cfg loom`, the model backend ([`model`]): loom atomics, fences and cells
+//! - under `--cfg loom`, the model backend (`model`): loom atomics, fences and cells
 //!   for the shared memory, a virtual clock, and a trace of every shared access for the
 //!   DMA contract checker.
 //!

@@ -39,7 +39,7 @@ use kernel::kunit::Suite;
 const __LOG_PREFIX: &[u8] = b"vgsp_kunit\0";
 
 /// Every suite that runs outside a kernel, in the order they are reported
-/// ([`ivshmem_device`] needs the PCI device of a kernel booted by its runner).
+/// (`ivshmem_device` needs the PCI device of a kernel booted by its runner).
 ///
 /// Inside a kernel each suite registers itself: Linux 7.3's `#[kunit_tests]` makes no
 /// `KUNIT_SUITE` for a list to name.

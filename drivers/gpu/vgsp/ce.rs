@@ -63,7 +63,7 @@ impl<'a> Vgsp<'a> {
     ///
     /// # Errors
     ///
-    /// - `ENOSPC` if [`MAX_DMA_WINDOWS`] windows are mapped already.
+    /// - `ENOSPC` if `MAX_DMA_WINDOWS` windows are mapped already.
     /// - `EINVAL` if the window wraps the bus address space.
     /// - `ENOMEM` if memory cannot be had.
     pub fn map_dma(&mut self, bus: u64, view: DmaView<'a>) -> Result {

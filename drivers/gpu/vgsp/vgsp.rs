@@ -26,9 +26,9 @@
 //! | accessor | barrier | orders | pairs with (driver) |
 //! |---|---|---|---|
 //! | [`Vgsp::cpu_write_ptr`] | `dma_mb(Read)` after | its load before our `cpuq` slot loads | `dma_mb(Write)` in `advance_cpu_write_ptr` |
-//! | [`Vgsp::advance_gsp_read_ptr`] | `dma_mb(Full)` before | our `cpuq` slot loads before the pointer store | `dma_mb(Full)` in `gsp_read_ptr` |
+//! | `Vgsp::advance_gsp_read_ptr` | `dma_mb(Full)` before | our `cpuq` slot loads before the pointer store | `dma_mb(Full)` in `gsp_read_ptr` |
 //! | [`Vgsp::cpu_read_ptr`] | `dma_mb(Full)` after | its load before our `gspq` slot stores | `dma_mb(Full)` in `advance_cpu_read_ptr` |
-//! | [`Vgsp::advance_gsp_write_ptr`] | `dma_mb(Write)` before | our `gspq` slot stores before the pointer store | `dma_mb(Read)` in `gsp_write_ptr` |
+//! | `Vgsp::advance_gsp_write_ptr` | `dma_mb(Write)` before | our `gspq` slot stores before the pointer store | `dma_mb(Read)` in `gsp_write_ptr` |
 
 // Kbuild makes every crate `no_std` (`-Zcrate-attr=no_std`); cargo builds need it said.
 #![cfg_attr(not(CONFIG_RUST), no_std)]

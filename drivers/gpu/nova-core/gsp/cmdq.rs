@@ -15,10 +15,10 @@
 //!
 //! | accessor | barrier | orders | pairs with (virtual GSP) |
 //! |---|---|---|---|
-//! | [`DmaGspMem::gsp_read_ptr`] | `dma_mb(Full)` after | its load before our slot stores | `dma_mb(Full)` before its read-pointer store |
-//! | [`DmaGspMem::advance_cpu_write_ptr`] | `dma_mb(Write)` before | our slot stores before the pointer store | `dma_mb(Read)` after its write-pointer load |
-//! | [`DmaGspMem::gsp_write_ptr`] | `dma_mb(Read)` after | its load before our slot loads | `dma_mb(Write)` before its write-pointer store |
-//! | [`DmaGspMem::advance_cpu_read_ptr`] | `dma_mb(Full)` before | our slot loads before the pointer store | `dma_mb(Full)` after its read-pointer load |
+//! | `DmaGspMem::gsp_read_ptr` | `dma_mb(Full)` after | its load before our slot stores | `dma_mb(Full)` before its read-pointer store |
+//! | `DmaGspMem::advance_cpu_write_ptr` | `dma_mb(Write)` before | our slot stores before the pointer store | `dma_mb(Read)` after its write-pointer load |
+//! | `DmaGspMem::gsp_write_ptr` | `dma_mb(Read)` after | its load before our slot loads | `dma_mb(Write)` before its write-pointer store |
+//! | `DmaGspMem::advance_cpu_read_ptr` | `dma_mb(Full)` before | our slot loads before the pointer store | `dma_mb(Full)` after its read-pointer load |
 //!
 //! The doorbell is written with `writel` semantics ([`kernel::io::Io::write32`]), which
 //! orders it after the write-pointer store.
@@ -42,8 +42,8 @@
 //! - `all-full`: every `dma_mb` of the driver and the virtual GSP emits the `Full`
 //!   instruction (the shim's `dma-mb-all-full`); no line here changes.
 //! - `seed-barriers`: the seed's pre-fix placement, the known bug this design fixes:
-//!   [`DmaGspMem::advance_cpu_write_ptr`] stores the pointer with no barrier before it and
-//!   a `fence(SeqCst)` after it, and [`DmaGspMem::gsp_write_ptr`] has no barrier after its
+//!   `DmaGspMem::advance_cpu_write_ptr` stores the pointer with no barrier before it and
+//!   a `fence(SeqCst)` after it, and `DmaGspMem::gsp_write_ptr` has no barrier after its
 //!   load. The ordering proof's seed regression shows it wrong.
 //!
 //! # Sharing
@@ -69,7 +69,7 @@
 //! (an event to its handler, under `rx`, so in arrival order; a reply to the caller that
 //! awaits it, matched by `rpc.sequence` or, for a GSP that does not copy it into its
 //! replies, by order, [`ReplyMatch`]; anything else to the waits that take any message,
-//! see [`replies`]) and waking the waits it is for, until what it waits for has come or
+//! see `replies`) and waking the waits it is for, until what it waits for has come or
 //! its timeout ends; then it stops receiving. A wait that is not the receiver sleeps
 //! (`wait_interruptible_timeout`) on the wait queue of what it waits for (one of eight by
 //! the command's `rpc.sequence`, or the queue of the waits that take any message), until
@@ -284,7 +284,7 @@ pub const SEND_TIMEOUT: Delta = Delta::from_secs(1);
 const SPIN_BUDGET: Delta = Delta::from_micros(100);
 /// The pause between looks while spinning (`ndelay` in a kernel, with a reschedule).
 const SPIN_STEP: Delta = Delta::from_nanos(1);
-/// The sleep between looks after [`SPIN_BUDGET`] (`usleep_range(50, 100)` in a kernel):
+/// The sleep between looks after `SPIN_BUDGET` (`usleep_range(50, 100)` in a kernel):
 /// an idle wait wakes every 50 to 100 us instead of burning its CPU, and sees a message
 /// at most that late.
 pub const NAP: Delta = Delta::from_micros(50);
