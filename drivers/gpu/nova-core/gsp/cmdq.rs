@@ -294,7 +294,7 @@ pub const NAP: Delta = Delta::from_micros(50);
 ///
 /// One budget covers a whole wait, however many messages it receives on the way: a
 /// caller that skips events (log lines, say) until its reply arrives keeps passing the
-/// same budget ([`Cmdq::receive_any_within`]), so no stream of events can hold it
+/// same budget ([`Cmdq::receive_any_skipping`]), so no stream of events can hold it
 /// beyond its timeout.
 pub(crate) struct Budget {
     timeout: Delta,

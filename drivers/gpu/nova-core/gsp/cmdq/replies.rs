@@ -6,7 +6,8 @@
 //! over here, under [`super::Cmdq`]'s `replies` lock, then wakes the waiters:
 //!
 //! - a reply to a command whose caller awaits it ([`Replies::expect`]) is kept for that
-//!   caller, found by [`ReplyMatch`];
+//!   caller, found by [`ReplyMatch`], and so is the refusal of a message known to be that
+//!   reply ([`Replies::hand_over_rejection`]);
 //! - any other message, and the refusal of a malformed element, is queued for the waits
 //!   that take whatever comes next ([`super::Cmdq::receive_any`] and the typed receives),
 //!   oldest first: a message while fewer than 64 are queued (the reply to a command sent
@@ -18,6 +19,11 @@
 //! A caller that stops waiting (its timeout) leaves its command marked abandoned, so that
 //! a late reply is known for what it is and dropped, rather than handed to a wait that
 //! takes any message.
+//!
+//! The receive asks here, as each message's head comes, how long its reader expects it
+//! to be ([`Replies::expected_len`]): the length noted for a reply when its command was
+//! sent ([`Replies::note_len`]), or the one a typed wait expects of its function
+//! ([`Replies::expect_typed`]). See "Split RPCs" in [`super`].
 
 use kernel::prelude::*;
 
