@@ -820,7 +820,8 @@ impl CmdqRx {
 
     /// Validates `raw`, the header of the element at the read pointer, then copies just
     /// the payload bytes it announces (not the padding of the last slot) to the end of
-    /// `payload` and verifies the checksum on that copy.
+    /// `payload` and verifies the checksum on that copy. A continuation record that would
+    /// take `payload` past the largest RPC is refused before anything is allocated for it.
     fn copy_and_check(
         &self,
         mem: &DmaGspMem,
@@ -829,6 +830,13 @@ impl CmdqRx {
     ) -> Result<(GspMsgElement, usize), RxError> {
         let (header, chunk_len) = fw::validate_header(raw.as_bytes(), raw.elem_count)?;
         let start = payload.len();
+        // A head or a lone element starts at 0 and fits: only continuation records reach it.
+        if start + chunk_len > MAX_RPC_PAYLOAD {
+            return Err(RxError::Refused(
+                EIO,
+                "continuation records beyond the largest RPC",
+            ));
+        }
         payload
             .resize(start + chunk_len, 0, GFP_KERNEL)
             .map_err(|_| RxError::Refused(ENOMEM, "no memory for the message"))?;
@@ -957,14 +965,6 @@ impl CmdqRx {
             return Err(RxError::Rejected(
                 EIO,
                 "continuation record of another RPC",
-                function,
-                sequence,
-            ));
-        }
-        if partial.payload.len() > MAX_RPC_PAYLOAD {
-            return Err(RxError::Rejected(
-                EIO,
-                "continuation records beyond the largest RPC",
                 function,
                 sequence,
             ));
