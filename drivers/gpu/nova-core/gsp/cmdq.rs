@@ -151,6 +151,11 @@
 //!   may (after an element not full, or past the length expected) is refused.
 //! - A reply that reports an error (`rpc_result`) is taken as it is, however short: it
 //!   carries none of its type's payload.
+//! - A message is reassembled in one `KVec`, so in a kernel it is bounded by `kmalloc`'s
+//!   largest allocation (4 MiB on x86_64 and arm64) as well as by [`MAX_RPC_PAYLOAD`]: a
+//!   message nobody expects a length of grows by doubling from its head's chunk, which
+//!   stays within it for whole elements, but one of more than 64 whole elements and a
+//!   part would need more and is refused with `ENOMEM`.
 //!
 //! # Errors on receive
 //!
