@@ -1555,10 +1555,7 @@ impl Cmdq {
         let mut rx = self.rx.lock();
         let mut others = false;
         // With `rx` held, as the lock order allows.
-        let expected = |function, sequence| {
-            let event = MsgFunction::try_from(function).is_ok_and(MsgFunction::is_event);
-            self.replies.lock().expected_len(function, sequence, event)
-        };
+        let expected = |function, sequence| self.replies.lock().expected_len(function, sequence);
         loop {
             let ready = match rx.receive_message(&self.gsp_mem, budget, &expected) {
                 Ok(msg) => self.hand_over(msg, want),

@@ -134,7 +134,12 @@ impl Events {
 
 /// Whether `msg` is an event.
 pub(crate) fn is_event(msg: &GspMessage) -> bool {
-    msg.function().is_ok_and(MsgFunction::is_event)
+    is_event_function(msg.function)
+}
+
+/// Whether `function`, a number of the wire, is an event's.
+pub(crate) fn is_event_function(function: u32) -> bool {
+    MsgFunction::try_from(function).is_ok_and(MsgFunction::is_event)
 }
 
 /// The payload of the virtual GSP's `MMU_FAULT_QUEUED`: the bus address a DMA of its

@@ -29,7 +29,7 @@ use kernel::prelude::*;
 
 use crate::gsp::{
     cmdq::GspMessage,
-    fw::MsgFunction, //
+    events::is_event_function, //
 };
 
 /// The most messages kept for the waits that take any message; beyond it they are
@@ -214,15 +214,9 @@ impl Replies {
     /// The payload length expected of the message of `function` and `rpc.sequence`
     /// whose head was just received, if any reader expects one: the length noted for
     /// the reply it is (matched as [`ReplyMatch`] says, and then forgotten), else the one
-    /// a typed wait expects of its function. `event` says whether it is an event, which
-    /// answers no command.
-    pub(crate) fn expected_len(
-        &mut self,
-        function: u32,
-        sequence: u32,
-        event: bool,
-    ) -> Option<usize> {
-        if !event {
+    /// a typed wait expects of its function. An event answers no command.
+    pub(crate) fn expected_len(&mut self, function: u32, sequence: u32) -> Option<usize> {
+        if !is_event_function(function) {
             let found = match self.matching {
                 ReplyMatch::Sequence => self
                     .lengths
@@ -407,7 +401,7 @@ impl Replies {
         function: u32,
         sequence: u32,
     ) -> Handed {
-        if !MsgFunction::try_from(function).is_ok_and(MsgFunction::is_event) {
+        if !is_event_function(function) {
             if let Ok(handed) = self.hand_to_caller(function, sequence, Err(err)) {
                 return handed;
             }
