@@ -30,7 +30,11 @@
 #      then Linux 7.3's own queue, unmodified, built against the shim and run against
 #      the virtual GSP (`cargo xtask upstream`: its harness's tests; echo, hostile,
 #      bench and a bounded fuzz run, whose findings about upstream are reported, not
-#      failures; the echo must pass, pristine and with upstream/0001);
+#      failures; the echo must pass, pristine and with upstream/0001); with the kernel,
+#      upstream's whole driver, built by its own kernel (pristine and with upstream/0001),
+#      boots an emulated GH100 under qemu-system-x86_64 whose GSP is ours, and unloads
+#      (`cargo xtask upstream boot`: `boot ok`), and the table of what it does with each
+#      hostile GSP (`--gsp-fault all`: findings, none unrecognised);
 #   9. ordering of the compiled code: our driver and GSP, and Linux 7.3's queue (pristine
 #      and with upstream/0001), built for aarch64 with the shim's trace marks, traced
 #      under qemu-aarch64 with the project's QEMU plugin (tests/trace/plugin) and decided
@@ -44,7 +48,7 @@
 #      QEMU's ivshmem-doorbell device, 7.3's own Rust suites) must pass through
 #      kunit.py; and the tree's get_maintainer.pl must find MAINTAINERS' entries.
 #
-# Options: --host-only skips 4 to 10; --no-kernel skips 10.
+# Options: --host-only skips 4 to 10; --no-kernel skips 10 and the boots of 8.
 # It installs the Debian packages it needs when run as root, and caches what
 # it builds outside the checkout, under ${VGSP_CACHE:-~/.cache/vgsp}.
 
@@ -316,14 +320,29 @@ VGSP_CACHE=$CACHE cargo xtask upstream --patch upstream/0001-gpu-nova-core-gsp-a
     >target/upstream-patched.log 2>&1 ||
     { grep -v '^\[err\]' target/upstream-patched.log | tail -n 30; fail "cargo xtask upstream --patch upstream/0001-*.patch echo"; }
 tail -n 1 target/upstream-patched.log
-if ((KERNEL)); then
-    # The tree's own build of nova-core with our patch: CONFIG_NOVA_CORE=y, no warning.
-    VGSP_CACHE=$CACHE cargo xtask upstream --patch upstream/0001-gpu-nova-core-gsp-acquire-release-pointer-accessors.patch kernel \
-        >target/upstream-kernel.log 2>&1 ||
-        { tail -n 30 target/upstream-kernel.log; fail "upstream/0001 in the 7.3 kernel build with CONFIG_NOVA_CORE=y"; }
-    tail -n 1 target/upstream-kernel.log
-fi
 pass "upstream's queue against the virtual GSP"
+
+if ((KERNEL)); then
+    step "boot: upstream's whole driver in its own kernel against the emulated GH100 (cargo xtask upstream boot)"
+    # With our patch: the tree's own build of nova-core (CONFIG_NOVA_CORE=y, no warning),
+    # booted under qemu-system-x86_64 against the emulated GH100, unbound and unloaded.
+    VGSP_CACHE=$CACHE cargo xtask upstream --patch upstream/0001-gpu-nova-core-gsp-acquire-release-pointer-accessors.patch kernel boot \
+        >target/upstream-boot-patched.log 2>&1 ||
+        { grep -v '^\[err\]' target/upstream-boot-patched.log | tail -n 60; fail "upstream/0001: the boot against the emulated GH100"; }
+    grep -E '^boot' target/upstream-boot-patched.log
+    grep -qE '^upstream 7\.3\.[0-9]+ \+0001-[a-z0-9-]+\.patch: boot ok$' target/upstream-boot-patched.log ||
+        fail "upstream/0001's boot summary is not 'boot ok'"
+    # Pristine, and the table of what the driver does with each hostile GSP (findings).
+    VGSP_CACHE=$CACHE cargo xtask upstream boot --gsp-fault all >target/upstream-boot.log 2>&1 ||
+        { grep -v '^\[err\]' target/upstream-boot.log | tail -n 60; fail "upstream 7.3: the boot against the emulated GH100"; }
+    grep -E '^(boot|gsp-fault)' target/upstream-boot.log
+    tail -n 1 target/upstream-boot.log
+    grep -qE '^upstream 7\.3\.[0-9]+: boot ok, gsp-fault [0-9]+ run, [0-9]+ accepted$' target/upstream-boot.log ||
+        fail "upstream 7.3's boot summary is not 'boot ok, gsp-fault N run, A accepted'"
+    ! grep -qE '^gsp-fault [a-z-]+: unknown$' target/upstream-boot.log ||
+        fail "a GSP fault's row is 'unknown': the boot's behaviour was not recognised"
+    pass "boot: upstream's driver against the emulated GH100"
+fi
 
 step "ordering of the compiled code: arm64 traces under qemu-aarch64 (cargo xtask ordering-trace)"
 # Our driver and GSP: no defect, and every barrier mutant caught by the trace check too.

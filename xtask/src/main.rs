@@ -34,10 +34,11 @@
 //! `cargo xtask kernel-7.3 [--without-project] [x86_64|arm64]...`: the kernel tier on
 //! Linux 7.3, the project built into the tree and booted under QEMU (see [`kernel`]).
 //!
-//! `cargo xtask upstream [--tree DIR] [--patch FILE]... [WHAT...]`: a tree's own
+//! `cargo xtask upstream [--tree DIR] [--patch FILE]... [--gsp-fault NAME|all]... [WHAT...]`: a tree's own
 //! nova-core queue, unmodified, against the virtual GSP (see [`upstream`]).
 
 mod api;
+mod boot;
 mod kernel;
 mod linux;
 mod litmus;
@@ -461,7 +462,7 @@ fn main() -> ExitCode {
                   ordering-trace [--mutants] | litmus [--check] [FILE|DIR]... | linux-7.3 | \
                   check-patches [--tree DIR] | api-7.3 [--tree DIR] | \
                   kernel-7.3 [--without-project] [x86_64|arm64]... | \
-                  upstream [--tree DIR] [--patch FILE]... [WHAT...]"
+                  upstream [--tree DIR] [--patch FILE]... [--gsp-fault NAME|all]... [WHAT...]"
             .into()),
     };
     match result {

@@ -26,9 +26,15 @@
 //!    and decides the trace ([`crate::ordering`]): one line per missing ordering at the
 //!    tree's source line, and `ordering C defects (contract), A defects (arm64)` in the
 //!    summary. Defects are findings about the tree, not failures.
+//! 7. `boot` (only when named) builds the kernel's image too and boots it under
+//!    `qemu-system-x86_64` against the emulated GH100 whose GSP is ours ([`crate::boot`]):
+//!    a `boot:` line per stage and `boot ok` or `boot FAIL` in the summary. With
+//!    `--gsp-fault NAME` (repeatable, or `all`), one more boot per fault, the GSP
+//!    misbehaving as named, and one `gsp-fault NAME: …` row of what the driver did:
+//!    findings, not failures.
 //!
 //! The exit status is 0 when the command worked, findings or not; 1 when the echo check
-//! failed; 2 when the command could not run (no tree, a patch that does not apply, a
+//! or the boot failed; 2 when the command could not run (no tree, a patch that does not apply, a
 //! build that fails).
 
 use std::{
@@ -56,6 +62,7 @@ use crate::{
         Arch,
         Tree, //
     },
+    boot,
     kernel::{
         self as tier,
         Progress,
@@ -77,6 +84,8 @@ struct Options {
     tree: Option<PathBuf>,
     patches: Vec<PathBuf>,
     what: Vec<String>,
+    /// The GSP faults `boot` plays, one boot each (`all`: every one).
+    faults: Vec<String>,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -84,6 +93,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         tree: None,
         patches: Vec::new(),
         what: Vec::new(),
+        faults: Vec::new(),
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -92,6 +102,11 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--patch" => opts
                 .patches
                 .push(args.next().ok_or("--patch needs a file")?.into()),
+            "--gsp-fault" => opts.faults.push(
+                args.next()
+                    .ok_or("--gsp-fault needs a fault's name, or all")?
+                    .clone(),
+            ),
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
             what => opts.what.push(what.to_string()),
         }
@@ -238,7 +253,7 @@ fn build(repo: &Path, tree: &Path) -> Result<PathBuf, Vec<String>> {
 /// `cargo xtask upstream [--tree DIR] [--patch FILE]... [WHAT...]`.
 pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
     let opts = parse(args).map_err(|e| {
-        format!("{e}\nusage: cargo xtask upstream [--tree DIR] [--patch FILE]... [WHAT...]")
+        format!("{e}\nusage: cargo xtask upstream [--tree DIR] [--patch FILE]... [--gsp-fault NAME|all]... [WHAT...]")
     })?;
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -269,20 +284,35 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
     }
     let fuzz = opts.what.is_empty() || opts.what.iter().any(|w| w == "fuzz");
     let kernel = opts.what.iter().any(|w| w == "kernel");
+    let boot = opts.what.iter().any(|w| w == "boot");
     let ordering = opts.what.iter().any(|w| w == "ordering");
     let checks: Vec<&String> = opts
         .what
         .iter()
-        .filter(|w| !["fuzz", "kernel", "ordering"].contains(&w.as_str()))
+        .filter(|w| !["fuzz", "kernel", "boot", "ordering"].contains(&w.as_str()))
         .collect();
-    if kernel {
-        build_in_kernel(&tree, &built_from, &name)?;
-    }
     let mut summary = None;
+    let mut boot_failed = false;
+    if kernel || boot {
+        let built = build_in_kernel(&tree, &built_from, &name, boot)?;
+        if let (true, Some(image)) = (boot, built.image) {
+            let ok = boot_gh100(&repo, &built.tools, &image, &name)?;
+            boot_failed = !ok;
+            let mut line = format!("{name}: boot {}", if ok { "ok" } else { "FAIL" });
+            if !opts.faults.is_empty() {
+                let (run, accepted) = fault_table(&repo, &built.tools, &image, &opts.faults)?;
+                line += &format!(", gsp-fault {run} run, {accepted} accepted");
+            }
+            summary = Some(line);
+        }
+    }
     if ordering {
         println!("xtask: upstream: {name}'s queue for aarch64, traced under qemu-aarch64");
         let figures = ordering::upstream_ordering(&built_from, &name)?;
-        summary = Some(format!("{name}: {figures}"));
+        summary = Some(match summary {
+            Some(line) => format!("{line}, {figures}"),
+            None => format!("{name}: {figures}"),
+        });
     }
     let mut echo_failed = false;
     if opts.what.is_empty() || !checks.is_empty() {
@@ -337,7 +367,88 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
     if let Some(line) = summary {
         println!("{line}");
     }
-    Ok(!echo_failed)
+    Ok(!echo_failed && !boot_failed)
+}
+
+/// Boots the tree's kernel `image` once per GSP fault of `asked` (`all`: every one) and
+/// prints one row each: what the driver did. Returns the faults run and how many of them
+/// the driver accepted (its probe succeeded).
+fn fault_table(
+    repo: &Path,
+    tools: &boot::Tools,
+    image: &Path,
+    asked: &[String],
+) -> Result<(usize, usize), String> {
+    println!("== boot --gsp-fault");
+    let known = boot::faults(tools)?;
+    let mut faults = Vec::new();
+    for name in asked {
+        match name.as_str() {
+            "all" => faults.extend(known.iter().cloned()),
+            name if known.iter().any(|k| k == name) => faults.push(name.to_string()),
+            name => {
+                return Err(format!(
+                    "no GSP fault {name}: one of all, {}",
+                    known.join(", ")
+                ))
+            }
+        }
+    }
+    let (mut run_count, mut accepted) = (0, 0);
+    for fault in &faults {
+        let dir = repo.join("target/upstream/boot").join(fault);
+        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let initrd = dir.join("initramfs.cpio");
+        let init =
+            fs::read(tools.init()).map_err(|e| format!("{}: {e}", tools.init().display()))?;
+        fs::write(&initrd, boot::initramfs(&init))
+            .map_err(|e| format!("{}: {e}", initrd.display()))?;
+        let run = boot::run(tools, image, &initrd, &dir, Some(fault))?;
+        if let Some(why) = run.runner.as_deref().filter(|w| !w.contains("did not end")) {
+            return Err(format!(
+                "the boot with --gsp-fault {fault} could not run: {why}"
+            ));
+        }
+        let behaviour = boot::behaviour(&run);
+        accepted += usize::from(behaviour.starts_with("accepted"));
+        run_count += 1;
+        println!("gsp-fault {fault}: {behaviour}");
+    }
+    Ok((run_count, accepted))
+}
+
+/// Boots the tree's kernel `image` against the emulated GH100 and prints the verdict:
+/// a `boot:` line per stage; on a failure, the problems and the GSP's transcript.
+/// Returns whether the boot was good.
+fn boot_gh100(repo: &Path, tools: &boot::Tools, image: &Path, name: &str) -> Result<bool, String> {
+    println!("== boot");
+    let dir = repo.join("target/upstream/boot");
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let initrd = dir.join("initramfs.cpio");
+    let init = fs::read(tools.init()).map_err(|e| format!("{}: {e}", tools.init().display()))?;
+    fs::write(&initrd, boot::initramfs(&init)).map_err(|e| format!("{}: {e}", initrd.display()))?;
+    println!("xtask: upstream: booting {name}'s kernel against the emulated GH100");
+    let run = boot::run(tools, image, &initrd, &dir, None)?;
+    let verdict = boot::verdict(&run);
+    for line in &verdict.lines {
+        println!("{line}");
+    }
+    println!("boot: {:.1} s from QEMU's start to its end", run.seconds);
+    if verdict.problems.is_empty() {
+        return Ok(true);
+    }
+    for problem in &verdict.problems {
+        println!("boot FAIL: {problem}");
+    }
+    println!(
+        "boot: the GSP's transcript (also {}):",
+        dir.join("transcript.log").display()
+    );
+    for line in run.transcript.lines() {
+        println!("    {line}");
+    }
+    println!("boot: the console: {}", dir.join("boot.log").display());
+    Ok(false)
 }
 
 /// How many inputs the fuzz check runs by default (`VGSP_UPSTREAM_FUZZ_RUNS` to change).
@@ -428,7 +539,12 @@ fn fuzz_receive(repo: &Path, tree: &Path) -> Result<(u64, u64), String> {
 /// The source is a tree of hard links to `pristine` whose `drivers/gpu/nova-core` is
 /// `built_from`'s; its build directory is a cache directory of its own, kept warm between
 /// runs, and the 7.3 build lock is held throughout.
-fn build_in_kernel(pristine: &Path, built_from: &Path, name: &str) -> Result<(), String> {
+fn build_in_kernel(
+    pristine: &Path,
+    built_from: &Path,
+    name: &str,
+    image: bool,
+) -> Result<Built, String> {
     println!("== kernel");
     let progress = Progress::new("upstream");
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -436,6 +552,9 @@ fn build_in_kernel(pristine: &Path, built_from: &Path, name: &str) -> Result<(),
         .ok_or("xtask is not inside the repository")?
         .to_path_buf();
     let cache = linux::cache()?;
+    let tools = boot::tools(&repo, progress)?;
+    let firmware_dir = cache.join("gh100-firmware");
+    let firmware_files = boot::firmware(&tools, &firmware_dir)?;
     let _lock = tier::lock(&cache, progress)?;
     tier::ensure_packages(&[Arch::X86_64], false, progress)?;
     let bindgen = tier::ensure_bindgen(&cache, progress)?;
@@ -448,21 +567,12 @@ fn build_in_kernel(pristine: &Path, built_from: &Path, name: &str) -> Result<(),
     let ours = path.join(nova);
     fs::remove_dir_all(&ours).map_err(|e| format!("{}: {e}", ours.display()))?;
     copy_dir(&built_from.join(nova), &ours)?;
-    let mut files = Vec::new();
-    collect_files(&ours, &mut files)?;
-    files.sort();
-    let mut digest = Vec::new();
-    for file in &files {
-        digest.extend_from_slice(file.to_string_lossy().as_bytes());
-        digest.extend(fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?);
-    }
+    // The build directory belongs to the pristine tree: one patch set after another only
+    // rebuilds nova-core (the copy above gave its files new modification times, so make
+    // cannot take the other set's objects for built).
     let scratch = Scratch {
         path: path.clone(),
-        identity: format!(
-            "{} with nova-core {}",
-            pristine.display(),
-            tier::sha256_hex(&digest)
-        ),
+        identity: format!("{} with nova-core copied in", pristine.display()),
     };
     let tree = Tree::new(Arch::X86_64, &scratch, &cache, bindgen, progress)
         .in_build(cache.join("build-7.3-x86_64-nova-core"));
@@ -471,7 +581,9 @@ fn build_in_kernel(pristine: &Path, built_from: &Path, name: &str) -> Result<(),
         .filter(|l| !l.contains("CONFIG_NOVA_CORE"))
         .map(|l| format!("{l}\n"))
         .collect();
-    tree.ensure_configured(&(fragment + "CONFIG_NOVA_CORE=y\n"))?;
+    tree.ensure_configured(
+        &(fragment + "CONFIG_NOVA_CORE=y\n" + &boot::boot_fragment(&firmware_dir, &firmware_files)),
+    )?;
     tree.build_rust()?;
     let log = tree.build.join("build-nova-core.log");
     progress.say(&format!(
@@ -498,7 +610,11 @@ fn build_in_kernel(pristine: &Path, built_from: &Path, name: &str) -> Result<(),
             println!(
                 "kernel: {name}'s nova-core builds in the tree with CONFIG_NOVA_CORE=y, no warning"
             );
-            Ok(())
+            let image = match image {
+                true => Some(build_image(&tree, progress)?),
+                false => None,
+            };
+            Ok(Built { tools, image })
         }
         (Ok(()), Some(report)) => Err(format!(
             "{name}'s nova-core builds with CONFIG_NOVA_CORE=y but warns: {report}"
@@ -510,15 +626,31 @@ fn build_in_kernel(pristine: &Path, built_from: &Path, name: &str) -> Result<(),
     }
 }
 
-/// Appends every file under `dir` to `files`.
-fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
-    for entry in fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
-        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
-        if path.is_dir() {
-            collect_files(&path, files)?;
-        } else {
-            files.push(path);
-        }
-    }
-    Ok(())
+/// What [`build_in_kernel`] built: the emulated GPU's tools, and the kernel's image when
+/// asked for.
+struct Built {
+    tools: boot::Tools,
+    image: Option<PathBuf>,
+}
+
+/// Builds the kernel's image (`bzImage`) in `tree`'s build directory; returns its path.
+fn build_image(tree: &Tree, progress: Progress) -> Result<PathBuf, String> {
+    let log = tree.build.join("build-image.log");
+    progress.say(&format!(
+        "building the kernel's image (cold: minutes); log: {}",
+        log.display()
+    ));
+    tier::run_logged(
+        tree.make().arg(format!("-j{}", api::jobs())).arg("bzImage"),
+        &log,
+        "bzImage",
+        progress,
+    )
+    .map_err(|e| {
+        format!(
+            "the kernel's image does not build: {e}\n{}",
+            api::tail(&log, 20)
+        )
+    })?;
+    Ok(tree.build.join("arch/x86/boot/bzImage"))
 }

@@ -37,6 +37,7 @@ use crate::{
     ce::Refusal,
     msgq::read_cpuq,
     outbox::LogLine,
+    Outcome,
     Vgsp,
     FB_LENGTH,
     GPU_NAME,
@@ -91,7 +92,11 @@ impl Vgsp<'_> {
             // Cannot be delimited: drop what is published and complain.
             self.advance_gsp_read_ptr(available)?;
             self.assembly = None;
-            return self.reject(raw.rpc.function, raw.rpc.sequence);
+            return self.reject(
+                raw.rpc.function,
+                raw.rpc.sequence,
+                "element cannot be delimited",
+            );
         }
 
         let checked = self.copy_and_check(&raw);
@@ -101,17 +106,29 @@ impl Vgsp<'_> {
             Ok(ok) => ok,
             Err(_) => {
                 self.assembly = None;
-                return self.reject(raw.rpc.function, raw.rpc.sequence);
+                return self.reject(
+                    raw.rpc.function,
+                    raw.rpc.sequence,
+                    "element header, checksum or sequence number refused",
+                );
             }
         };
 
         if header.rpc.function == u32::from(MsgFunction::ContinuationRecord) {
             self.stats.continuations_in += 1;
             let Some(mut asm) = self.assembly.take() else {
-                return self.reject(header.rpc.function, header.rpc.sequence);
+                return self.reject(
+                    header.rpc.function,
+                    header.rpc.sequence,
+                    "continuation record without a command",
+                );
             };
             if asm.sequence != header.rpc.sequence || asm.filled + chunk_len > asm.total {
-                return self.reject(asm.function, asm.sequence);
+                return self.reject(
+                    asm.function,
+                    asm.sequence,
+                    "continuation record of another command or beyond it",
+                );
             }
             // `copy_and_check` put the chunk right after what came before.
             asm.filled += chunk_len;
@@ -133,12 +150,20 @@ impl Vgsp<'_> {
                 Ok(Some(total)) if total >= chunk_len && total <= fw::MAX_RPC_PAYLOAD => total,
                 Ok(None) => chunk_len,
                 Ok(Some(_)) | Err(_) => {
-                    return self.reject(header.rpc.function, header.rpc.sequence)
+                    return self.reject(
+                        header.rpc.function,
+                        header.rpc.sequence,
+                        "command length refused",
+                    )
                 }
             };
         // Only a full head is followed by continuation records.
         if total > chunk_len && chunk_len != fw::MAX_ELEMENT_PAYLOAD {
-            return self.reject(header.rpc.function, header.rpc.sequence);
+            return self.reject(
+                header.rpc.function,
+                header.rpc.sequence,
+                "split command whose head is not full",
+            );
         }
         if total > chunk_len {
             if self.rx_buf.len() < total {
@@ -200,9 +225,10 @@ impl Vgsp<'_> {
         result
     }
 
-    /// Answers a malformed command with an error reply.
-    fn reject(&mut self, function: u32, sequence: u32) -> Result {
+    /// Answers a malformed command with an error reply; `reason` goes to the journal.
+    fn reject(&mut self, function: u32, sequence: u32, reason: &'static str) -> Result {
         self.stats.malformed += 1;
+        self.note(function, sequence, Outcome::Refused(reason))?;
         self.queue(function, sequence, fw::NV_ERR_INVALID_ARGUMENT, KVec::new())
     }
 
@@ -228,14 +254,16 @@ impl Vgsp<'_> {
             Ok(MsgFunction::VgspSink) => self.reply(function, sequence, KVec::new())?,
             Ok(MsgFunction::GspSetSystemInfo) => match GspSetSystemInfo::read_from_bytes(payload) {
                 Ok(info) => self.system_info = Some(info),
-                Err(_) => return self.reject(function, sequence),
+                Err(_) => {
+                    return self.reject(function, sequence, "system information of another size")
+                }
             },
             Ok(MsgFunction::SetRegistry) => match parse_registry(payload) {
                 Some(n) => {
                     self.registry_entries = Some(n);
                     self.boot_done()?;
                 }
-                None => return self.reject(function, sequence),
+                None => return self.reject(function, sequence, "registry table unreadable"),
             },
             Ok(MsgFunction::GetGspStaticInfo) => {
                 let info = static_info(payload);
@@ -247,7 +275,7 @@ impl Vgsp<'_> {
                 // `consume_element` delimited the command by its `params_size`; checked
                 // again here, as the other commands' layouts are, on the bytes acted on.
                 let Some((mut control, params)) = parse_rm_control(payload) else {
-                    return self.reject(function, sequence);
+                    return self.reject(function, sequence, "RM control unreadable");
                 };
                 // A control the GSP does not have is answered, not refused: the reply's
                 // `rpc_result` says the RPC was carried out, the header's `status` that the
@@ -281,7 +309,7 @@ impl Vgsp<'_> {
             // `nova_core::gsp::sequencer`): recorded, not answered.
             Ok(MsgFunction::GspRunCpuSequencer) => match SequencerDone::read_from_bytes(payload) {
                 Ok(done) => self.stats.sequence_done = Some(done),
-                Err(_) => return self.reject(function, sequence),
+                Err(_) => return self.reject(function, sequence, "sequencer answer unreadable"),
             },
             Ok(MsgFunction::UnloadingGuestDriver) => self.reply(function, sequence, KVec::new())?,
             Ok(MsgFunction::VgspCeCopy) => match self.accept_copy(payload, sequence) {
@@ -296,15 +324,25 @@ impl Vgsp<'_> {
                     self.post_event(MsgFunction::MmuFaultQueued, MmuFault { bus }.as_bytes())?;
                     let text = LogLine::mmu_fault(bus);
                     self.post_event(MsgFunction::OsErrorLog, text.as_bytes())?;
-                    return self.reject(function, sequence);
+                    return self.reject(function, sequence, "copy outside the mapped windows");
                 }
-                Err(Refusal::Invalid) => return self.reject(function, sequence),
+                Err(Refusal::Invalid) => {
+                    return self.reject(function, sequence, "copy request unreadable")
+                }
             },
             _ => {
+                self.note(function, sequence, Outcome::NotSupported)?;
                 self.queue(function, sequence, fw::NV_ERR_NOT_SUPPORTED, KVec::new())?;
                 self.stats.replies += 1;
+                return self.log_line();
             }
         }
+        self.note(function, sequence, Outcome::Served)?;
+        self.log_line()
+    }
+
+    /// Sends the periodic log line, when it is due.
+    fn log_line(&mut self) -> Result {
         if self.log_every != 0 && self.stats.commands.is_multiple_of(self.log_every) {
             let mut line = KVec::new();
             let text = LogLine::commands(self.stats.commands);

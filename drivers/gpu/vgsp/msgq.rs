@@ -164,6 +164,19 @@ impl Vgsp<'_> {
         self.tx_seq = self.tx_seq.wrapping_add(1);
         Ok(())
     }
+
+    /// Stores `ptr` as the GSP's write pointer, whatever it is: lets a test publish a
+    /// pointer outside the ring. The GSP's own idea of its pointer does not change.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` if the pointer's word is outside the shared memory (it never is).
+    pub fn publish_raw_write_ptr(&mut self, ptr: u32) -> Result {
+        // ORDERING: none. A pointer outside the ring publishes no slot for the driver to
+        // read, so no store of ours needs to be ordered before it; the elements posted
+        // before were published, in order, by `advance_gsp_write_ptr`.
+        self.mem.write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, ptr)
+    }
 }
 
 /// Copies `dst.len()` bytes starting at byte `pos` of the `cpuq` element at `ring`'s read

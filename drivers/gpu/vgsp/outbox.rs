@@ -19,8 +19,10 @@ use nova_core::gsp::{
 use zerocopy::IntoBytes;
 
 use crate::{
+    Outcome,
     Progress,
-    Vgsp, //
+    Vgsp,
+    Withheld, //
 };
 
 /// A message waiting to be sent, possibly partly sent already.
@@ -98,6 +100,7 @@ impl Vgsp<'_> {
 
     pub(crate) fn event(&mut self, function: MsgFunction, payload: KVec<u8>) -> Result {
         self.stats.events += 1;
+        self.note(function.into(), 0, Outcome::Sent)?;
         self.queue(function.into(), 0, fw::NV_OK, payload)
     }
 
@@ -112,6 +115,16 @@ impl Vgsp<'_> {
             true => sequence,
             false => 0,
         };
+        if self.withhold == Some(function) {
+            self.withhold = None;
+            self.withheld = Some(Withheld {
+                function,
+                sequence,
+                rpc_result,
+                payload,
+            });
+            return Ok(());
+        }
         self.outbox.push(
             Outgoing {
                 function,

@@ -187,6 +187,46 @@ pub struct Stats {
     pub sequence_done: Option<SequencerDone>,
 }
 
+/// What the GSP did with one command, or an event it sent, as its journal records it ([`Vgsp::set_journal`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Acted on (answered, if the command has an answer).
+    Served,
+    /// A function the GSP does not serve: answered `NV_ERR_NOT_SUPPORTED`.
+    NotSupported,
+    /// Malformed: answered `NV_ERR_INVALID_ARGUMENT`, for the reason given.
+    Refused(&'static str),
+    /// Not a command: an event the GSP queued unasked (its `function`; sequence 0).
+    Sent,
+}
+
+/// One command in the GSP's journal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Handled {
+    /// Its `rpc.function`.
+    pub function: u32,
+    /// Its `rpc.sequence`.
+    pub sequence: u32,
+    /// What the GSP did with it.
+    pub outcome: Outcome,
+}
+
+/// A message the GSP kept back instead of sending it ([`Vgsp::withhold`]).
+pub struct Withheld {
+    /// Its `rpc.function`.
+    pub function: u32,
+    /// Its `rpc.sequence`.
+    pub sequence: u32,
+    /// Its `rpc_result`.
+    pub rpc_result: u32,
+    /// Its payload.
+    pub payload: KVec<u8>,
+}
+
+/// The most entries the journal keeps between two [`Vgsp::take_journal`]s; later ones
+/// are counted in [`Stats::commands`] and [`Stats::malformed`] only.
+const JOURNAL_MAX: usize = 256;
+
 /// The size `rx_buf` starts at and never goes below: one element.
 const RX_BUF_MIN: usize = fw::GSP_MSG_QUEUE_ELEMENT_SIZE_MAX;
 
@@ -218,6 +258,11 @@ pub struct Vgsp<'a> {
     copy: Option<CopyJob<'a>>,
     /// The CPU sequence to ask for at bring-up: its header and command words.
     cpu_sequence: Option<(RunCpuSequencerHeader, KVec<u32>)>,
+    /// Every command handled since the last [`Vgsp::take_journal`], when kept.
+    journal: Option<KVec<Handled>>,
+    /// The function whose next message is to be kept back, and the message once it is.
+    withhold: Option<u32>,
+    withheld: Option<Withheld>,
     /// What the GSP has done so far.
     pub stats: Stats,
 }
@@ -252,6 +297,9 @@ impl<'a> Vgsp<'a> {
             windows: KVec::new(),
             copy: None,
             cpu_sequence: None,
+            journal: None,
+            withhold: None,
+            withheld: None,
             stats: Stats::default(),
         })
     }
@@ -367,6 +415,53 @@ impl<'a> Vgsp<'a> {
     /// (for tests of the driver's refusals).
     pub fn set_cpu_sequence_raw(&mut self, header: RunCpuSequencerHeader, words: KVec<u32>) {
         self.cpu_sequence = Some((header, words));
+    }
+
+    /// Makes the GSP keep a journal of the commands it handles (with `true`): each one's
+    /// function, sequence and [`Outcome`], for a transcript of what the driver sent.
+    pub fn set_journal(&mut self, on: bool) {
+        self.journal = on.then(KVec::new);
+    }
+
+    /// Returns the journal's entries since the last call, and empties it (nothing without
+    /// [`Vgsp::set_journal`]).
+    pub fn take_journal(&mut self) -> KVec<Handled> {
+        match &mut self.journal {
+            Some(journal) => core::mem::take(journal),
+            None => KVec::new(),
+        }
+    }
+
+    /// Makes the GSP keep back the next message of `function` it queues, a reply or an
+    /// event, instead of sending it: a test sends it as it likes (late, corrupted, split,
+    /// never) from [`Vgsp::take_withheld`], with [`Vgsp::encode_element`] and
+    /// [`Vgsp::post_raw`].
+    pub fn withhold(&mut self, function: u32) {
+        self.withhold = Some(function);
+    }
+
+    /// Returns the message kept back, once the GSP has queued it.
+    pub fn take_withheld(&mut self) -> Option<Withheld> {
+        self.withheld.take()
+    }
+
+    /// Records a command in the journal, if one is kept and not full.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if the entry cannot be had.
+    pub(crate) fn note(&mut self, function: u32, sequence: u32, outcome: Outcome) -> Result {
+        match &mut self.journal {
+            Some(journal) if journal.len() < JOURNAL_MAX => Ok(journal.push(
+                Handled {
+                    function,
+                    sequence,
+                    outcome,
+                },
+                GFP_KERNEL,
+            )?),
+            _ => Ok(()),
+        }
     }
 
     /// Returns the system information the driver sent, if any.

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `vgsp-gh100-init`: the guest's whole user space, as `/init` of an initramfs: unbinds
+//! every device nova-core bound (which unloads the GSP), then restarts the machine (QEMU,
+//! run with `-no-reboot`, exits).
+//!
+//! Built statically (`-C target-feature=+crt-static`), it needs nothing else in the
+//! initramfs but `/dev/console`. Its lines start with `vgsp-gh100-init:`.
+
+use std::{
+    fs,
+    io::Write, //
+};
+
+/// Where nova-core's bound devices are listed.
+const DRIVER: &str = "/sys/bus/pci/drivers/nova-core";
+
+fn say(line: &str) {
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "vgsp-gh100-init: {line}");
+    let _ = out.flush();
+}
+
+fn mount_sysfs() -> Result<(), String> {
+    let _ = fs::create_dir("/sys");
+    let (src, dst, ty) = (c"sysfs", c"/sys", c"sysfs");
+    // SAFETY: every argument is a NUL-terminated string that outlives the call; no data.
+    let rc = unsafe {
+        libc::mount(
+            src.as_ptr(),
+            dst.as_ptr(),
+            ty.as_ptr(),
+            0,
+            core::ptr::null(),
+        )
+    };
+    match rc {
+        0 => Ok(()),
+        _ => Err(format!("mount sysfs: {}", std::io::Error::last_os_error())),
+    }
+}
+
+fn unbind_all() -> Result<usize, String> {
+    let entries = fs::read_dir(DRIVER).map_err(|e| format!("{DRIVER}: {e}"))?;
+    let mut n = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // Bound devices are the entries named by their PCI address.
+        if !name.starts_with("0000:") {
+            continue;
+        }
+        say(&format!("unbinding {name}"));
+        fs::write(format!("{DRIVER}/unbind"), &name).map_err(|e| format!("unbind {name}: {e}"))?;
+        say(&format!("unbound {name}"));
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn main() {
+    let result = mount_sysfs().and_then(|()| unbind_all());
+    match result {
+        Ok(0) => say("no device bound to nova-core"),
+        Ok(n) => say(&format!("{n} devices unbound")),
+        Err(e) => say(&format!("failed: {e}")),
+    }
+    say("restarting");
+    // SAFETY: `sync` has no preconditions.
+    unsafe { libc::sync() };
+    // SAFETY: restarting needs no memory of ours; the call does not return on success.
+    unsafe { libc::reboot(libc::RB_AUTOBOOT) };
+    say(&format!(
+        "restart failed: {}",
+        std::io::Error::last_os_error()
+    ));
+    // PID 1 must not exit; nothing is left to do.
+    loop {
+        std::thread::park();
+    }
+}

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `vgsp-gh100`: boots QEMU with an emulated GH100 behind its multi-process proxy device,
+//! this process being the device.
+//!
+//! ```text
+//! vgsp-gh100 --log FILE [--timeout SECS] [--memory MIB] [--gsp-fault NAME] -- QEMU_BINARY QEMU_ARGS...
+//! vgsp-gh100 --list-faults
+//! ```
+//!
+//! 1. Makes a connected Unix socket pair; QEMU inherits one end and is told of it with
+//!    `-device x-pci-proxy-dev,id=gh100,fd=N`; this process serves the other
+//!    ([`vgsp_gh100::proxy::serve`]) on a thread.
+//! 2. Gives the guest `--memory` MiB (512 by default) of RAM QEMU can hand over:
+//!    `-m`, `-object memory-backend-memfd,…,share=on` and `-machine memory-backend=…`,
+//!    after the caller's arguments.
+//! 3. Every line of QEMU's standard output and error goes to the log FILE; the device's
+//!    transcript (`gh100: …` lines) to standard output.
+//! 4. With `--gsp-fault`, the GSP misbehaves as [`vgsp_gh100::fault`] names.
+//! 5. Waits for QEMU to exit, or for the timeout (300 s by default), when it kills it.
+//!
+//! Exit status: 0 when QEMU ran to its end and the device followed the protocol; 124 on
+//! the timeout; 1 when QEMU or the device failed (the reason on standard error); 2 for
+//! a usage error.
+
+use std::{
+    fs::File,
+    os::{
+        fd::AsRawFd,
+        unix::net::UnixStream, //
+    },
+    process::{
+        Command,
+        ExitCode,
+        Stdio, //
+    },
+    thread,
+    time::{
+        Duration,
+        Instant, //
+    },
+};
+
+use vgsp_gh100::{
+    fault::Fault,
+    gh100::Gh100,
+    proxy::{
+        self,
+        Link, //
+    },
+};
+
+const USAGE: &str =
+    "usage: vgsp-gh100 --log FILE [--timeout SECS] [--memory MIB] [--gsp-fault NAME] -- QEMU_BINARY QEMU_ARGS...";
+
+struct Args {
+    log: String,
+    timeout: Duration,
+    memory: u64,
+    fault: Option<Fault>,
+    qemu: Vec<String>,
+}
+
+fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
+    let mut args = args.into_iter();
+    let (mut log, mut timeout, mut memory) = (None, Duration::from_secs(300), 512);
+    let mut fault = None;
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+        match arg.as_str() {
+            "--log" => log = Some(value("--log")?),
+            "--timeout" => {
+                let secs = value("--timeout")?;
+                timeout = Duration::from_secs(
+                    secs.parse()
+                        .map_err(|_| format!("--timeout {secs}: not a number of seconds"))?,
+                );
+            }
+            "--memory" => {
+                let mib = value("--memory")?;
+                memory = mib
+                    .parse()
+                    .ok()
+                    .filter(|&m| (64..=3072).contains(&m))
+                    .ok_or(format!("--memory {mib}: not a size in MiB from 64 to 3072"))?;
+            }
+            "--gsp-fault" => fault = Some(Fault::named(&value("--gsp-fault")?)?),
+            "--" => {
+                let qemu: Vec<String> = args.collect();
+                if qemu.is_empty() {
+                    return Err("no QEMU binary after --".into());
+                }
+                return Ok(Args {
+                    log: log.ok_or("--log is needed")?,
+                    timeout,
+                    memory,
+                    fault,
+                    qemu,
+                });
+            }
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Err("no -- QEMU_BINARY".into())
+}
+
+fn run(args: Args) -> Result<bool, String> {
+    let log = File::create(&args.log).map_err(|e| format!("{}: {e}", args.log))?;
+    let (ours, theirs) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
+    let fd = theirs.as_raw_fd();
+    // SAFETY: `fd` is open; clearing close-on-exec lets QEMU inherit it.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } != 0 {
+        return Err(format!("fcntl: {}", std::io::Error::last_os_error()));
+    }
+    let (mib, fault) = (args.memory, args.fault);
+    let mut qemu = Command::new(&args.qemu[0]);
+    qemu.args(&args.qemu[1..])
+        .args(["-m", &format!("{mib}M"), "-object"])
+        .arg(format!(
+            "memory-backend-memfd,id=gh100-ram,size={mib}M,share=on"
+        ))
+        .args(["-machine", "memory-backend=gh100-ram", "-device"])
+        .arg(format!("x-pci-proxy-dev,id=gh100,fd={fd}"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log);
+    let mut child = qemu
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", args.qemu[0]))?;
+    drop(theirs);
+    let device = thread::spawn(move || {
+        let mut gpu = Gh100::with_fault(fault);
+        let served = proxy::serve(&mut Link::new(ours), &mut gpu);
+        gpu.stop();
+        served
+    });
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if started.elapsed() > args.timeout => break None,
+            Ok(None) => thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(format!("waiting for QEMU: {e}")),
+        }
+    };
+    let Some(status) = status else {
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = device.join();
+        eprintln!(
+            "vgsp-gh100: QEMU did not end within {} s: killed",
+            args.timeout.as_secs()
+        );
+        return Ok(false);
+    };
+    let served = device
+        .join()
+        .map_err(|_| "the device's thread panicked".to_string())?;
+    if let Err(e) = served {
+        return Err(format!("the device's link: {e}"));
+    }
+    if !status.success() {
+        return Err(format!("QEMU failed ({status}); its log: {}", args.log));
+    }
+    Ok(true)
+}
+
+fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("--list-faults") {
+        for fault in vgsp_gh100::fault::ALL {
+            println!("{}\t{}", fault.name, fault.what);
+        }
+        return ExitCode::SUCCESS;
+    }
+    let args = match parse(std::env::args().skip(1)) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("vgsp-gh100: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(124),
+        Err(e) => {
+            eprintln!("vgsp-gh100: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,538 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The emulated GH100: its config header, its BAR0 registers, the FSP that starts the
+//! GSP, and the GSP itself on a thread of its own.
+//!
+//! The GPU's life, as nova-core 7.3 drives it:
+//!
+//! 1. **Identity and setup.** `BOOT_0`/`BOOT_42` name a GH100; the driver registers its
+//!    sysmem flush page and clears the GSP's SWGEN0 interrupt; the FSP reports its boot
+//!    complete.
+//! 2. **Chain of trust.** The driver writes the COT message into the FSP's EMEM. The
+//!    FSP checks it against the firmware the device made ([`crate::firmware`]): the FMC
+//!    image at the address given and its signatures must be the files' bytes. It
+//!    answers, puts the boot parameters' address in the GSP's mailboxes and keeps the
+//!    GSP's registers locked while the FMC runs.
+//! 3. **The FMC** ([`crate::fmc`]) follows the boot parameters to the queues, clears
+//!    the mailboxes, releases the lockdown and starts the RISC-V core; a refusal leaves
+//!    an error code in mailbox 0, which the driver reports.
+//! 4. **The GSP** is [`vgsp::Vgsp`] over the driver's queues, woken by the doorbell:
+//!    every command it handles goes to the transcript, with its outcome.
+//! 5. **Unload.** Once it has answered `UNLOADING_GUEST_DRIVER`, the GSP sets the
+//!    suspended bit in mailbox 0, then halts the core.
+//!
+//! Every step is reported as a `gh100:` line on standard output (the transcript); a
+//! register the model does not have is reported once per offset and direction, by
+//! offset.
+
+use std::{
+    collections::BTreeSet,
+    sync::{
+        mpsc,
+        Arc,
+        Mutex, //
+    },
+    thread,
+    time::Duration,
+};
+
+use nova_core::gsp::fw::MsgFunction;
+use vgsp::{
+    Outcome,
+    Progress, //
+};
+use zerocopy::{
+    FromBytes,
+    IntoBytes, //
+};
+
+use crate::{
+    device::{
+        Bar,
+        ConfigSpace,
+        GuestRam,
+        MappedRam,
+        PciFunction,
+        Region, //
+    },
+    fault::{
+        Fault,
+        Play, //
+    },
+    firmware,
+    fmc,
+    fsp::{
+        self,
+        CotMessage,
+        Fsp,
+        Response, //
+    },
+    pci::Header,
+    regs, //
+};
+
+/// The frame buffer the GPU reports in `NV_USABLE_FB_SIZE_IN_MB`: the virtual GSP's.
+const FB_MIB: u32 = (vgsp::FB_LENGTH >> 20) as u32;
+/// How long the GSP sleeps between looks at the queues when no doorbell rings.
+const GSP_IDLE: Duration = Duration::from_millis(2);
+/// How long it waits for the driver to free reply slots.
+const GSP_BLOCKED: Duration = Duration::from_micros(200);
+/// The FMC's error code in mailbox 0 when it refuses the boot parameters.
+pub const FMC_REFUSED: u32 = 0x0fc0_0001;
+/// The FSP's COT error code when the firmware handed over is not what was loaded.
+pub const COT_FIRMWARE_MISMATCH: u32 = 0x1;
+/// The FSP's error code for a message it does not take.
+pub const FSP_BAD_MESSAGE: u32 = 0x2;
+
+/// Prints a line of the transcript.
+pub fn say(line: std::fmt::Arguments<'_>) {
+    println!("gh100: {line}");
+}
+
+macro_rules! say {
+    ($($arg:tt)*) => { say(format_args!($($arg)*)) };
+}
+
+/// Returns a function number's name, or the number.
+pub fn function_name(function: u32) -> String {
+    match MsgFunction::try_from(function) {
+        Ok(f) => f.name().to_string(),
+        Err(_) => format!("function {function:#x}"),
+    }
+}
+
+/// The GSP falcon's registers, shared by the BAR and the GSP's thread.
+#[derive(Clone, Copy, Debug)]
+struct Falcon {
+    mailbox0: u32,
+    mailbox1: u32,
+    hwcfg2: u32,
+    cpuctl: u32,
+    os: u32,
+}
+
+impl Default for Falcon {
+    fn default() -> Self {
+        Self {
+            mailbox0: 0,
+            mailbox1: 0,
+            // Out of reset, the FMC has not run: the GSP's registers are locked.
+            hwcfg2: regs::PRIV_LOCKED,
+            cpuctl: regs::CPUCTL_HALTED,
+            os: 0,
+        }
+    }
+}
+
+/// What wakes the GSP's thread.
+enum Wake {
+    Doorbell,
+    Stop,
+}
+
+/// BAR0.
+struct Bar0 {
+    ram: MappedRam,
+    fsp: Fsp,
+    flush: [u32; 2],
+    falcon: Arc<Mutex<Falcon>>,
+    gsp: Option<(mpsc::Sender<Wake>, thread::JoinHandle<()>)>,
+    /// The offsets (and whether written) reported as not emulated.
+    unknown: BTreeSet<(u64, bool)>,
+    /// Whether the doorbell rang before the GSP ran.
+    early_doorbell: bool,
+    /// How the GSP is to misbehave, if at all.
+    fault: Option<Fault>,
+}
+
+impl Bar0 {
+    fn new(ram: MappedRam, fault: Option<Fault>) -> Self {
+        Self {
+            fault,
+            ram,
+            fsp: Fsp::default(),
+            flush: [0; 2],
+            falcon: Arc::new(Mutex::new(Falcon::default())),
+            gsp: None,
+            unknown: BTreeSet::new(),
+            early_doorbell: false,
+        }
+    }
+
+    fn falcon(&self) -> std::sync::MutexGuard<'_, Falcon> {
+        // A thread that panicked holding the lock left the registers as they were.
+        self.falcon.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn not_emulated(&mut self, offset: u64, write: Option<u64>) {
+        if self.unknown.insert((offset, write.is_some())) {
+            match write {
+                Some(val) => say!("register {offset:#08x} written ({val:#x}): not emulated"),
+                None => say!("register {offset:#08x} read: not emulated, returned 0"),
+            }
+        }
+    }
+
+    /// Takes the message the driver just announced to the FSP.
+    fn fsp_message(&mut self, bytes: &[u8]) {
+        let reply = |fsp: &mut Fsp, nvdm_type, code| {
+            fsp.post(Response::to(nvdm_type, code).as_bytes());
+        };
+        let header = |i: usize| {
+            bytes
+                .get(4 * i..4 * i + 4)
+                .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        };
+        let (Some(mctp), Some(nvdm)) = (header(0), header(1)) else {
+            say!(
+                "fsp: refused a message of {} bytes: no MCTP and NVDM headers",
+                bytes.len()
+            );
+            return reply(&mut self.fsp, 0, FSP_BAD_MESSAGE);
+        };
+        let nvdm_type = nvdm >> 24;
+        if mctp & fsp::MCTP_SINGLE_PACKET != fsp::MCTP_SINGLE_PACKET
+            || nvdm & 0x00ff_ff7f != fsp::nvdm_header(0)
+        {
+            say!(
+                "fsp: refused a message: MCTP {mctp:#x}, NVDM {nvdm:#x} are not one NVIDIA packet"
+            );
+            return reply(&mut self.fsp, nvdm_type, FSP_BAD_MESSAGE);
+        }
+        if nvdm_type != fsp::NVDM_TYPE_COT {
+            say!("fsp: refused NVDM type {nvdm_type:#x}: only the chain of trust is emulated");
+            return reply(&mut self.fsp, nvdm_type, FSP_BAD_MESSAGE);
+        }
+        let Ok((cot, _)) = CotMessage::read_from_prefix(bytes) else {
+            say!(
+                "fsp: refused a COT message of {} bytes (it has {})",
+                bytes.len(),
+                core::mem::size_of::<CotMessage>()
+            );
+            return reply(&mut self.fsp, nvdm_type, FSP_BAD_MESSAGE);
+        };
+        if let Err(why) = self.check_cot(&cot) {
+            say!("fsp: COT refused: {why}");
+            return reply(&mut self.fsp, nvdm_type, COT_FIRMWARE_MISMATCH);
+        }
+        let boot_params = cot.gsp_boot_args_sysmem_offset;
+        say!(
+            "fsp: COT accepted: FMC image at {:#x} and its signatures are fmc.tlv's; boot parameters at {boot_params:#x}",
+            { cot.gsp_fmc_sysmem_offset }
+        );
+        reply(&mut self.fsp, nvdm_type, 0);
+        {
+            let mut falcon = self.falcon();
+            // CAST: the address's two halves.
+            falcon.mailbox0 = boot_params as u32;
+            falcon.mailbox1 = (boot_params >> 32) as u32;
+            falcon.hwcfg2 = regs::PRIV_LOCKED;
+        }
+        self.start_gsp(boot_params);
+    }
+
+    /// Checks the COT message against the firmware made for the driver.
+    fn check_cot(&self, cot: &CotMessage) -> Result<(), String> {
+        if cot.version != fsp::COT_VERSION_GH100 {
+            return Err(format!(
+                "version {} (GH100's is {})",
+                { cot.version },
+                fsp::COT_VERSION_GH100
+            ));
+        }
+        if usize::from(cot.size) != fsp::COT_PAYLOAD_SIZE {
+            return Err(format!(
+                "payload size {} (it is {})",
+                { cot.size },
+                fsp::COT_PAYLOAD_SIZE
+            ));
+        }
+        let image = firmware::fmc_image();
+        let at = cot.gsp_fmc_sysmem_offset;
+        let view = self
+            .ram
+            .view(at, image.len())
+            .ok_or_else(|| format!("FMC image at {at:#x} outside RAM"))?;
+        let mut seen = vec![0u8; image.len()];
+        view.read_bytes(0, &mut seen)
+            .map_err(|_| format!("FMC image at {at:#x} unreadable"))?;
+        if seen != image {
+            return Err(format!("the FMC image at {at:#x} is not fmc.tlv's"));
+        }
+        let mut sigs = Vec::new();
+        sigs.extend_from_slice(&cot.hash384);
+        sigs.extend_from_slice(&cot.public_key);
+        sigs.extend_from_slice(&cot.signature);
+        if sigs != firmware::fmc_signatures() {
+            return Err("the signatures are not fmc.tlv's HASH, PKEY and SIGN".into());
+        }
+        Ok(())
+    }
+
+    /// Runs the FMC, then the GSP, on a thread of their own.
+    fn start_gsp(&mut self, boot_params: u64) {
+        if self.gsp.is_some() {
+            say!("fsp: a second COT while the GSP runs: ignored");
+            return;
+        }
+        let (tx, rx) = mpsc::channel();
+        let (ram, falcon, fault) = (self.ram.clone(), self.falcon.clone(), self.fault);
+        let handle = thread::spawn(move || run_gsp(&ram, &falcon, boot_params, fault, &rx));
+        self.gsp = Some((tx, handle));
+    }
+
+    fn ring_doorbell(&mut self) {
+        match &self.gsp {
+            Some((tx, _)) => {
+                let _ = tx.send(Wake::Doorbell);
+            }
+            None if !self.early_doorbell => {
+                self.early_doorbell = true;
+                say!("doorbell rung before the GSP runs");
+            }
+            None => {}
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some((tx, handle)) = self.gsp.take() {
+            let _ = tx.send(Wake::Stop);
+            let _ = handle.join();
+        }
+    }
+}
+
+/// The FMC, then the GSP's loop, until the core halts or the device stops.
+fn run_gsp(
+    ram: &MappedRam,
+    falcon: &Mutex<Falcon>,
+    boot_params: u64,
+    fault: Option<Fault>,
+    rx: &mpsc::Receiver<Wake>,
+) {
+    let lock = || falcon.lock().unwrap_or_else(|e| e.into_inner());
+    let found = fmc::locate(
+        ram as &dyn GuestRam,
+        boot_params,
+        firmware::WPR_META_SIZE,
+        &firmware::check_wpr_meta,
+    );
+    let mut gsp = match found {
+        Ok(found) => {
+            say!(
+                "fmc: boot parameters at {boot_params:#x}: libos regions {}; RMARGS at {:#x}; queues at {:#x}",
+                found.regions.join(", "),
+                found.rmargs,
+                found.shared
+            );
+            let mut f = lock();
+            f.mailbox0 = 0;
+            f.mailbox1 = 0;
+            f.hwcfg2 = regs::HWCFG2_RELEASED;
+            f.cpuctl = regs::CPUCTL_ACTIVE;
+            found.gsp
+        }
+        Err(refused) => {
+            say!("fmc: refused: {refused}; mailbox 0 = {FMC_REFUSED:#x}");
+            let mut f = lock();
+            f.mailbox0 = FMC_REFUSED;
+            f.mailbox1 = 0;
+            f.hwcfg2 = regs::HWCFG2_RELEASED;
+            return;
+        }
+    };
+    gsp.set_journal(true);
+    say!("gsp: running");
+    let mut play = fault.map(|f| {
+        say!("fault {}: {}", f.name, f.what);
+        Play::start(f, &mut gsp)
+    });
+    let mut wait = GSP_IDLE;
+    let mut unloading = false;
+    loop {
+        match rx.recv_timeout(wait) {
+            Ok(Wake::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            Ok(Wake::Doorbell) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let mut progress = gsp.run_until_idle();
+        if let Some(play) = &mut play {
+            match play.poll(&mut gsp) {
+                Ok(Some(line)) => {
+                    say!("{line}");
+                    progress = gsp.run_until_idle();
+                }
+                Ok(None) => {}
+                Err(e) => say!("fault: the GSP could not play it: {e}"),
+            }
+        }
+        for h in gsp.take_journal().iter() {
+            let name = function_name(h.function);
+            match h.outcome {
+                Outcome::Served => say!("gsp: {name} (sequence {}): served", h.sequence),
+                Outcome::NotSupported => {
+                    say!(
+                        "gsp: {name} (sequence {}): not supported, answered NV_ERR_NOT_SUPPORTED",
+                        h.sequence
+                    )
+                }
+                Outcome::Refused(why) => {
+                    say!("gsp: {name} (sequence {}): refused: {why}", h.sequence)
+                }
+                Outcome::Sent => say!("gsp: {name} sent"),
+            }
+            unloading |= h.function == u32::from(MsgFunction::UnloadingGuestDriver)
+                && h.outcome == Outcome::Served;
+        }
+        wait = match progress {
+            Ok(Progress::Blocked) => GSP_BLOCKED,
+            Ok(_) => GSP_IDLE,
+            Err(e) => {
+                say!("gsp: the driver's queue is broken: {e:?}");
+                GSP_IDLE
+            }
+        };
+        if unloading && gsp.outbox_empty() {
+            lock().mailbox0 |= regs::MAILBOX0_SUSPENDED;
+            say!("gsp: unloading: processor suspended (mailbox 0 bit 31)");
+            let mut f = lock();
+            f.cpuctl = regs::CPUCTL_HALTED;
+            say!("gsp: unloading: core halted");
+            return;
+        }
+    }
+}
+
+impl Bar for Bar0 {
+    fn read(&mut self, offset: u64, size: u32) -> u64 {
+        if size != 4 {
+            self.not_emulated(offset, None);
+            return 0;
+        }
+        let value = match regs::named(offset) {
+            Some(regs::NV_PMC_BOOT_0) => regs::BOOT_0_GH100,
+            Some(regs::NV_PMC_BOOT_42) => regs::BOOT_42_GH100,
+            Some(regs::NV_THERM_I2CS_SCRATCH) => regs::FSP_BOOT_COMPLETE,
+            Some(regs::NV_USABLE_FB_SIZE_IN_MB) => FB_MIB,
+            Some(regs::NV_PFB_FBHUB_PCIE_FLUSH_SYSMEM_ADDR_LO) => self.flush[0],
+            Some(regs::NV_PFB_FBHUB_PCIE_FLUSH_SYSMEM_ADDR_HI) => self.flush[1],
+            Some(regs::NV_PGSP_FALCON_MAILBOX0) => self.falcon().mailbox0,
+            Some(regs::NV_PGSP_FALCON_MAILBOX1) => self.falcon().mailbox1,
+            Some(regs::NV_PGSP_FALCON_OS) => self.falcon().os,
+            Some(regs::NV_PGSP_FALCON_HWCFG2) => self.falcon().hwcfg2,
+            Some(regs::NV_PRISCV_RISCV_CPUCTL) => self.falcon().cpuctl,
+            Some(regs::NV_PFSP_FALCON_EMEMC) => self.fsp.control(),
+            Some(regs::NV_PFSP_FALCON_EMEMD) => self.fsp.read_data(),
+            Some(regs::NV_PFSP_QUEUE_HEAD) => self.fsp.queues()[0],
+            Some(regs::NV_PFSP_QUEUE_TAIL) => self.fsp.queues()[1],
+            Some(regs::NV_PFSP_MSGQ_HEAD) => self.fsp.queues()[2],
+            Some(regs::NV_PFSP_MSGQ_TAIL) => self.fsp.queues()[3],
+            // Write-only.
+            Some(regs::NV_PGSP_FALCON_IRQSCLR) | Some(regs::NV_PGSP_QUEUE_HEAD) => 0,
+            _ => {
+                self.not_emulated(offset, None);
+                0
+            }
+        };
+        u64::from(value)
+    }
+
+    fn write(&mut self, offset: u64, size: u32, val: u64) {
+        if size != 4 {
+            self.not_emulated(offset, Some(val));
+            return;
+        }
+        // CAST: a 4-byte access.
+        let value = val as u32;
+        match regs::named(offset) {
+            Some(regs::NV_PFB_FBHUB_PCIE_FLUSH_SYSMEM_ADDR_LO) => self.flush[0] = value,
+            Some(regs::NV_PFB_FBHUB_PCIE_FLUSH_SYSMEM_ADDR_HI) => self.flush[1] = value & 0xf_ffff,
+            Some(regs::NV_PGSP_FALCON_IRQSCLR) => {}
+            Some(regs::NV_PGSP_FALCON_MAILBOX0) => self.falcon().mailbox0 = value,
+            Some(regs::NV_PGSP_FALCON_MAILBOX1) => self.falcon().mailbox1 = value,
+            Some(regs::NV_PGSP_FALCON_OS) => {
+                self.falcon().os = value;
+                let expected = firmware::GSP_BOOTLOADER_APP_VERSION;
+                match value == expected {
+                    true => say!("gsp: OS register: application version {value:#x}, gsp_bootloader.tlv's"),
+                    false => say!(
+                        "gsp: OS register: application version {value:#x}, not gsp_bootloader.tlv's {expected:#x}"
+                    ),
+                }
+            }
+            Some(regs::NV_PGSP_QUEUE_HEAD) => self.ring_doorbell(),
+            Some(regs::NV_PFSP_FALCON_EMEMC) => self.fsp.set_control(value),
+            Some(regs::NV_PFSP_FALCON_EMEMD) => {
+                self.fsp.write_data(value);
+                if std::mem::take(&mut self.fsp.overflow) {
+                    say!("fsp: EMEM written past its {} bytes", fsp::EMEM_SIZE);
+                }
+            }
+            Some(regs::NV_PFSP_QUEUE_TAIL) => self.fsp.set_queue_tail(value),
+            Some(regs::NV_PFSP_QUEUE_HEAD) => match self.fsp.set_queue_head(value) {
+                Some(message) => self.fsp_message(&message),
+                None => say!("fsp: command queue head {value:#x} and tail beyond EMEM"),
+            },
+            Some(regs::NV_PFSP_MSGQ_HEAD) => self.fsp.set_msgq(Some(value), None),
+            Some(regs::NV_PFSP_MSGQ_TAIL) => self.fsp.set_msgq(None, Some(value)),
+            _ => self.not_emulated(offset, Some(val)),
+        }
+    }
+}
+
+/// The emulated GH100.
+pub struct Gh100 {
+    header: Header,
+    bar0: Bar0,
+    ram: MappedRam,
+}
+
+impl Default for Gh100 {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Gh100 {
+    /// A GH100 out of reset, its RAM not yet known.
+    pub fn new() -> Self {
+        Self::with_fault(None)
+    }
+
+    /// A GH100 whose GSP misbehaves as `fault` says.
+    pub fn with_fault(fault: Option<Fault>) -> Self {
+        let ram = MappedRam::new();
+        Self {
+            header: Header::new(),
+            bar0: Bar0::new(ram.clone(), fault),
+            ram,
+        }
+    }
+
+    /// Stops the GSP's thread, if it runs.
+    pub fn stop(&mut self) {
+        self.bar0.stop();
+    }
+}
+
+impl PciFunction for Gh100 {
+    fn config(&mut self) -> &mut dyn ConfigSpace {
+        &mut self.header
+    }
+
+    fn bar(&mut self, _index: usize) -> &mut dyn Bar {
+        &mut self.bar0
+    }
+
+    fn sync_ram(&mut self, regions: Vec<Region>) -> std::io::Result<()> {
+        let (n, total) = (regions.len(), regions.iter().map(|r| r.size).sum::<u64>());
+        self.ram.sync(regions)?;
+        say!("ram: {n} regions, {} MiB", total >> 20);
+        Ok(())
+    }
+
+    fn reset(&mut self) {
+        self.bar0.stop();
+        self.header = Header::new();
+        self.bar0 = Bar0::new(self.ram.clone(), self.bar0.fault);
+    }
+}

@@ -1,0 +1,551 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `cargo xtask upstream [--tree DIR] [--patch FILE]... boot`: the tree's nova-core,
+//! built into the tree's own kernel, boots an emulated GH100 (`tests/gh100`) under
+//! `qemu-system-x86_64`, the GSP being ours.
+//!
+//! 1. The device's tools are built: `vgsp-gh100` (the device and QEMU's runner),
+//!    `vgsp-gh100-firmware` (the firmware files, our own content) and `vgsp-gh100-init`
+//!    (the guest's `/init`, static).
+//! 2. The firmware files go to `<cache>/gh100-firmware`, which the kernel's configuration
+//!    names (`CONFIG_EXTRA_FIRMWARE_DIR`): they are built into the kernel, which has no
+//!    root file system. The configuration is the one `upstream kernel` builds with
+//!    ([`boot_fragment`]), so the two share a build directory and only nova-core is
+//!    rebuilt from one tree or patch set to the next.
+//! 3. The initramfs is `/init` and `/dev/console`; the init unbinds nova-core's devices
+//!    (the GSP's unload) and restarts the machine, which ends QEMU (`-no-reboot`).
+//! 4. The verdict reads the guest's console and the device's transcript ([`verdict`]):
+//!    one `boot:` line per stage, quoting the driver's own lines; anything wrong prints
+//!    the console lines around it and the whole transcript.
+
+use std::{
+    fs,
+    path::{
+        Path,
+        PathBuf, //
+    },
+    process::{
+        Command,
+        Stdio, //
+    },
+    time::Instant,
+};
+
+use crate::kernel::Progress;
+
+/// How long a boot may take, in seconds, before the runner kills QEMU.
+const BOOT_TIMEOUT: &str = "180";
+/// The guest's RAM, in MiB.
+const GUEST_MIB: &str = "512";
+
+/// The built tools of `tests/gh100`.
+pub(crate) struct Tools {
+    device: PathBuf,
+    firmware: PathBuf,
+    init: PathBuf,
+}
+
+/// Builds the device's tools (release), the init statically.
+///
+/// # Errors
+///
+/// A build that fails, with cargo's last lines.
+pub(crate) fn tools(repo: &Path, progress: Progress) -> Result<Tools, String> {
+    progress.say("building the emulated GH100 (tests/gh100)");
+    let target = repo.join("target");
+    let build = |args: &[&str], target_dir: &Path| -> Result<(), String> {
+        let out = Command::new(env!("CARGO"))
+            .args(args)
+            .current_dir(repo)
+            .env("CARGO_TARGET_DIR", target_dir)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run cargo: {e}"))?;
+        match out.status.success() {
+            true => Ok(()),
+            false => Err(format!(
+                "cargo {} failed:\n{}",
+                args.join(" "),
+                crate::kernel::last_lines(&String::from_utf8_lossy(&out.stderr), 20)
+            )),
+        }
+    };
+    build(
+        &[
+            "build",
+            "--release",
+            "-p",
+            "vgsp-gh100",
+            "--bin",
+            "vgsp-gh100",
+            "--bin",
+            "vgsp-gh100-firmware",
+        ],
+        &target,
+    )?;
+    // Its own target directory: the static flag would otherwise rebuild the others.
+    let init_target = target.join("gh100-init");
+    build(
+        &[
+            "rustc",
+            "--release",
+            "-p",
+            "vgsp-gh100",
+            "--bin",
+            "vgsp-gh100-init",
+            "--",
+            "-C",
+            "target-feature=+crt-static",
+        ],
+        &init_target,
+    )?;
+    Ok(Tools {
+        device: target.join("release/vgsp-gh100"),
+        firmware: target.join("release/vgsp-gh100-firmware"),
+        init: init_target.join("release/vgsp-gh100-init"),
+    })
+}
+
+impl Tools {
+    /// The guest's init.
+    pub(crate) fn init(&self) -> &Path {
+        &self.init
+    }
+}
+
+/// Writes the firmware files under `dir` with the tool; returns their paths relative to
+/// it, in request order.
+///
+/// # Errors
+///
+/// The tool fails.
+pub(crate) fn firmware(tools: &Tools, dir: &Path) -> Result<Vec<String>, String> {
+    let out = Command::new(&tools.firmware)
+        .arg(dir)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", tools.firmware.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} failed: {}",
+            tools.firmware.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect())
+}
+
+/// The options the boot adds to the configuration of `upstream kernel`'s build: an
+/// initramfs and an ELF init, sysfs to unbind the driver, timestamps, and the firmware
+/// built in from `dir`.
+pub(crate) fn boot_fragment(dir: &Path, files: &[String]) -> String {
+    format!(
+        "# The emulated GH100's boot (cargo xtask upstream boot).\n\
+         CONFIG_BLK_DEV_INITRD=y\nCONFIG_BINFMT_ELF=y\nCONFIG_SYSFS=y\nCONFIG_PRINTK_TIME=y\n\
+         CONFIG_EXTRA_FIRMWARE=\"{}\"\nCONFIG_EXTRA_FIRMWARE_DIR=\"{}\"\n",
+        files.join(" "),
+        dir.display()
+    )
+}
+
+/// Appends one entry of a `newc` cpio archive.
+fn cpio_entry(out: &mut Vec<u8>, ino: u32, name: &str, mode: u32, rdev: (u32, u32), data: &[u8]) {
+    let fields = [
+        ino,
+        mode,
+        0,
+        0,
+        1,
+        0,
+        // CAST: an init binary is far below 4 GiB.
+        data.len() as u32,
+        0,
+        0,
+        rdev.0,
+        rdev.1,
+        // CAST: a short name.
+        name.len() as u32 + 1,
+        0,
+    ];
+    out.extend_from_slice(b"070701");
+    for f in fields {
+        out.extend_from_slice(format!("{f:08x}").as_bytes());
+    }
+    out.extend_from_slice(name.as_bytes());
+    out.push(0);
+    while !out.len().is_multiple_of(4) {
+        out.push(0);
+    }
+    out.extend_from_slice(data);
+    while !out.len().is_multiple_of(4) {
+        out.push(0);
+    }
+}
+
+/// Returns the initramfs: `/dev/console` and `/init`, as a `newc` cpio archive.
+pub(crate) fn initramfs(init: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    cpio_entry(&mut out, 1, "dev", 0o040_755, (0, 0), &[]);
+    cpio_entry(&mut out, 2, "dev/console", 0o020_600, (5, 1), &[]);
+    cpio_entry(&mut out, 3, "init", 0o100_755, (0, 0), init);
+    cpio_entry(&mut out, 0, "TRAILER!!!", 0, (0, 0), &[]);
+    out
+}
+
+/// What one boot produced.
+pub(crate) struct Run {
+    /// The guest's console.
+    pub(crate) console: String,
+    /// The device's transcript (`gh100: …` lines).
+    pub(crate) transcript: String,
+    /// How long the boot took.
+    pub(crate) seconds: f64,
+    /// Why the runner failed, if it did (a timeout among them).
+    pub(crate) runner: Option<String>,
+}
+
+/// Boots `image` with the initramfs `initrd` against the emulated GH100; the logs go to
+/// `dir`.
+///
+/// # Errors
+///
+/// The runner cannot be started.
+pub(crate) fn run(
+    tools: &Tools,
+    image: &Path,
+    initrd: &Path,
+    dir: &Path,
+    fault: Option<&str>,
+) -> Result<Run, String> {
+    let console_log = dir.join("boot.log");
+    let started = Instant::now();
+    let mut device = Command::new(&tools.device);
+    device.arg("--log").arg(&console_log);
+    if let Some(fault) = fault {
+        device.args(["--gsp-fault", fault]);
+    }
+    let out = device
+        .args(["--timeout", BOOT_TIMEOUT, "--memory", GUEST_MIB, "--"])
+        .arg("qemu-system-x86_64")
+        .args([
+            "-machine",
+            "pc,accel=tcg",
+            "-smp",
+            "1",
+            "-nographic",
+            "-no-reboot",
+        ])
+        .args(["-nic", "none", "-kernel"])
+        .arg(image)
+        .arg("-initrd")
+        .arg(initrd)
+        // KUnit's suites are the kernel tier's business: not run here.
+        .args(["-append", "console=ttyS0 panic=-1 kunit.enable=0"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", tools.device.display()))?;
+    let seconds = started.elapsed().as_secs_f64();
+    let transcript = String::from_utf8_lossy(&out.stdout).into_owned();
+    fs::write(dir.join("transcript.log"), &transcript)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let console = fs::read_to_string(&console_log).unwrap_or_default();
+    let runner = match out.status.code() {
+        Some(0) => None,
+        Some(124) => Some(format!(
+            "the boot did not end within {BOOT_TIMEOUT} s (a hang)"
+        )),
+        _ => Some(format!(
+            "the device's runner failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+    };
+    Ok(Run {
+        console,
+        transcript,
+        seconds,
+        runner,
+    })
+}
+
+/// Returns the names of the GSP's faults, from the device.
+///
+/// # Errors
+///
+/// The device cannot be run.
+pub(crate) fn faults(tools: &Tools) -> Result<Vec<String>, String> {
+    let out = Command::new(&tools.device)
+        .arg("--list-faults")
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", tools.device.display()))?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split('\t').next())
+        .map(str::to_string)
+        .collect())
+}
+
+/// The errno names a probe's failure is reported with.
+const ERRNOS: &[(i32, &str)] = &[
+    (2, "ENOENT"),
+    (5, "EIO"),
+    (11, "EAGAIN"),
+    (12, "ENOMEM"),
+    (16, "EBUSY"),
+    (19, "ENODEV"),
+    (22, "EINVAL"),
+    (34, "ERANGE"),
+    (61, "ENODATA"),
+    (62, "ETIME"),
+    (71, "EPROTO"),
+    (74, "EBADMSG"),
+    (75, "EOVERFLOW"),
+    (90, "EMSGSIZE"),
+    (95, "EOPNOTSUPP"),
+    (110, "ETIMEDOUT"),
+    (524, "ENOTSUPP"),
+];
+
+/// Returns what the driver did in a boot against a hostile GSP, in a line: an Oops, a
+/// hang, a failed probe (its errno and the driver's last error line before it), or a
+/// probe that took what it was given.
+pub(crate) fn behaviour(run: &Run) -> String {
+    let console: Vec<&str> = run.console.lines().map(message).collect();
+    if let Some(line) = console.iter().find(|l| BAD.iter().any(|b| l.contains(b))) {
+        return format!("Oops: {line}");
+    }
+    if run
+        .runner
+        .as_deref()
+        .is_some_and(|r| r.contains("did not end"))
+    {
+        let last = console
+            .iter()
+            .rev()
+            .find(|l| l.starts_with("nova-core "))
+            .unwrap_or(&"no line of nova-core's");
+        return format!("hang: no end within {BOOT_TIMEOUT} s; last driver line: {last}");
+    }
+    let failed = console
+        .iter()
+        .position(|l| l.contains("probe with driver nova-core failed with error"));
+    if let Some(i) = failed {
+        let errno = console[i]
+            .rsplit(' ')
+            .next()
+            .and_then(|n| n.parse::<i32>().ok())
+            .unwrap_or(0);
+        let name = ERRNOS
+            .iter()
+            .find(|(n, _)| *n == -errno)
+            .map_or("?", |(_, name)| name);
+        let said = console[..i]
+            .iter()
+            .rev()
+            .find(|l| l.starts_with("nova-core ") && is_driver_error(l))
+            .map_or("(no error line)".to_string(), |l| l.to_string());
+        return format!("probe failed with {name} ({errno}); the driver said: {said}");
+    }
+    if let Some(name) = console
+        .iter()
+        .find(|l| l.starts_with("nova-core ") && l.contains("GPU name:"))
+    {
+        return format!("accepted: the probe succeeded ({name})");
+    }
+    "unknown".to_string()
+}
+
+/// A stage of the boot and the line that shows it.
+struct Stage {
+    name: &'static str,
+    shown_by: Option<String>,
+}
+
+/// Returns the console's message without its timestamp.
+fn message(line: &str) -> &str {
+    let line = line.trim_end_matches('\r');
+    match line.strip_prefix('[').and_then(|l| l.split_once("] ")) {
+        Some((_, rest)) => rest,
+        None => line,
+    }
+}
+
+/// The console lines that fail a boot wherever they appear.
+const BAD: &[&str] = &[
+    "Oops",
+    "BUG:",
+    "WARNING:",
+    "Kernel panic",
+    "general protection fault",
+    "Unable to handle kernel",
+    "kernel BUG",
+    "Call Trace:",
+];
+
+/// Returns whether a console line is one of nova-core's error lines.
+fn is_driver_error(line: &str) -> bool {
+    (line.starts_with("nova-core ") || line.starts_with("NovaCore"))
+        && (line.contains("failed") || line.contains("error") || line.contains("timeout"))
+}
+
+/// The verdict of a boot: one `boot:` line per stage, and the problems.
+pub(crate) struct Verdict {
+    /// The `boot:` lines.
+    pub(crate) lines: Vec<String>,
+    /// What went wrong, with context; empty when the boot is good.
+    pub(crate) problems: Vec<String>,
+}
+
+/// Reads the boot: the stages in order, each shown by the driver's or the GSP's line.
+pub(crate) fn verdict(run: &Run) -> Verdict {
+    let console: Vec<&str> = run.console.lines().map(message).collect();
+    let transcript: Vec<&str> = run
+        .transcript
+        .lines()
+        .filter_map(|l| l.strip_prefix("gh100: "))
+        .collect();
+    let find = |lines: &[&str], pred: &dyn Fn(&str) -> bool| {
+        lines.iter().find(|l| pred(l)).map(|l| l.to_string())
+    };
+    let gsp_line = |what: &str| {
+        let what = what.to_string();
+        move |l: &str| {
+            l.starts_with(&format!("gsp: {what} "))
+                && (l.ends_with(": served") || l.ends_with(" sent"))
+        }
+    };
+    let stages = [
+        Stage {
+            name: "probe",
+            shown_by: find(&console, &|l| l.contains("[10de:2330]")),
+        },
+        Stage {
+            name: "chipset",
+            shown_by: find(&console, &|l| {
+                l.starts_with("nova-core ") && l.contains("NVIDIA (Chipset:")
+            }),
+        },
+        Stage {
+            name: "chain of trust",
+            shown_by: find(&transcript, &|l| l.starts_with("fsp: COT accepted")),
+        },
+        Stage {
+            name: "boot arguments",
+            shown_by: find(&transcript, &|l| l.starts_with("fmc: boot parameters")),
+        },
+        Stage {
+            name: "GSP_SET_SYSTEM_INFO",
+            shown_by: find(&transcript, &gsp_line("GSP_SET_SYSTEM_INFO")),
+        },
+        Stage {
+            name: "SET_REGISTRY",
+            shown_by: find(&transcript, &gsp_line("SET_REGISTRY")),
+        },
+        Stage {
+            name: "GSP_INIT_DONE",
+            shown_by: find(&transcript, &gsp_line("GSP_INIT_DONE")),
+        },
+        Stage {
+            name: "GET_GSP_STATIC_INFO",
+            shown_by: find(&transcript, &gsp_line("GET_GSP_STATIC_INFO")),
+        },
+        Stage {
+            name: "GPU name",
+            shown_by: find(&console, &|l| {
+                l.starts_with("nova-core ") && l.contains("GPU name:")
+            }),
+        },
+        Stage {
+            name: "unbind",
+            shown_by: find(&console, &|l| l.starts_with("vgsp-gh100-init: unbound")),
+        },
+        Stage {
+            name: "UNLOADING_GUEST_DRIVER",
+            shown_by: find(&transcript, &gsp_line("UNLOADING_GUEST_DRIVER")),
+        },
+        Stage {
+            name: "unload",
+            shown_by: find(&console, &|l| {
+                l.starts_with("nova-core ") && l.contains("unloaded")
+            }),
+        },
+        Stage {
+            name: "core halted",
+            shown_by: find(&transcript, &|l| l == "gsp: unloading: core halted"),
+        },
+    ];
+    let mut lines = Vec::new();
+    let mut problems = Vec::new();
+    for stage in &stages {
+        match &stage.shown_by {
+            Some(line) => lines.push(format!("boot: {}: {line}", stage.name)),
+            None => lines.push(format!("boot: {}: not reached", stage.name)),
+        }
+    }
+    if let Some(missing) = stages.iter().find(|s| s.shown_by.is_none()) {
+        problems.push(format!("the boot never reached {}", missing.name));
+    }
+    let raw: Vec<&str> = run.console.lines().collect();
+    for (i, line) in console.iter().enumerate() {
+        // The restart the init asks for is the end, not a failure.
+        let bad = BAD.iter().any(|b| line.contains(b)) || is_driver_error(line);
+        if bad {
+            let from = i.saturating_sub(5);
+            let to = (i + 6).min(raw.len());
+            problems.push(format!(
+                "the console says: {line}\n{}",
+                raw[from..to]
+                    .iter()
+                    .map(|l| format!("    | {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ));
+            break;
+        }
+    }
+    for l in transcript.iter().filter(|l| l.contains("not emulated")) {
+        problems.push(format!(
+            "the driver used a register the GPU does not emulate: {l}"
+        ));
+    }
+    if let Some(why) = &run.runner {
+        problems.push(why.clone());
+    }
+    Verdict { lines, problems }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_initramfs_is_a_newc_archive_ending_in_its_trailer() {
+        let cpio = initramfs(b"\x7fELF");
+        assert!(cpio.starts_with(b"070701"));
+        assert_eq!(cpio.len() % 4, 0);
+        let text = String::from_utf8_lossy(&cpio);
+        assert!(text.contains("dev/console") && text.contains("TRAILER!!!"));
+    }
+
+    #[test]
+    fn a_console_timestamp_is_not_part_of_the_message() {
+        assert_eq!(
+            message("[    1.234567] nova-core 0000:00:04.0: x"),
+            "nova-core 0000:00:04.0: x"
+        );
+    }
+
+    #[test]
+    fn a_boot_without_the_chipset_line_names_that_stage() {
+        let run = Run {
+            console: "[ 0.1] pci 0000:00:04.0: [10de:2330] type 00\n".into(),
+            transcript: String::new(),
+            seconds: 1.0,
+            runner: None,
+        };
+        let v = verdict(&run);
+        assert_eq!(v.problems[0], "the boot never reached chipset");
+    }
+}
