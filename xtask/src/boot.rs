@@ -341,11 +341,20 @@ pub(crate) fn behaviour(run: &Run) -> String {
             .iter()
             .find(|(n, _)| *n == -errno)
             .map_or("?", |(_, name)| name);
-        let said = console[..i]
+        // The driver's lines after its chipset line: what it said about the failure.
+        let from = console[..i]
             .iter()
-            .rev()
-            .find(|l| l.starts_with("nova-core ") && is_driver_error(l))
-            .map_or("(no error line)".to_string(), |l| l.to_string());
+            .position(|l| l.contains("NVIDIA (Chipset:"))
+            .map_or(0, |c| c + 1);
+        let said: Vec<&str> = console[from..i]
+            .iter()
+            .filter_map(|l| l.strip_prefix("nova-core "))
+            .map(|l| l.split_once(": ").map_or(l, |(_, m)| m))
+            .collect();
+        let said = match said.is_empty() {
+            true => "nothing".to_string(),
+            false => said.join(" | "),
+        };
         return format!("probe failed with {name} ({errno}); the driver said: {said}");
     }
     if let Some(name) = console
@@ -534,6 +543,39 @@ mod tests {
         assert_eq!(
             message("[    1.234567] nova-core 0000:00:04.0: x"),
             "nova-core 0000:00:04.0: x"
+        );
+    }
+
+    #[test]
+    fn a_register_not_emulated_fails_the_boot_by_its_offset() {
+        let run = Run {
+            console: String::new(),
+            transcript: "gh100: register 0x123450 read: not emulated, returned 0\n".into(),
+            seconds: 1.0,
+            runner: None,
+        };
+        let v = verdict(&run);
+        assert!(
+            v.problems.iter().any(|p| p.contains("0x123450")),
+            "{:?}",
+            v.problems
+        );
+    }
+
+    #[test]
+    fn a_failed_probe_is_reported_with_its_errno_and_the_driver_s_lines() {
+        let run = Run {
+            console: "[ 1.0] nova-core 0000:00:03.0: NVIDIA (Chipset: GH100)\n\
+                      [ 2.0] nova-core 0000:00:03.0: failed to unload GSP: Error(5)\n\
+                      [ 2.1] nova-core 0000:00:03.0: probe with driver nova-core failed with error -5\n"
+                .into(),
+            transcript: String::new(),
+            seconds: 1.0,
+            runner: None,
+        };
+        assert_eq!(
+            behaviour(&run),
+            "probe failed with EIO (-5); the driver said: failed to unload GSP: Error(5)"
         );
     }
 

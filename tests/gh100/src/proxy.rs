@@ -10,7 +10,7 @@
 //! for a `RET` message carrying a `u64`.
 //!
 //! The link knows nothing of the device: it turns messages into [`Request`]s and
-//! [`serve`] hands them to a [`PciFunction`](crate::device::PciFunction) through its
+//! [`serve`] hands them to a [`PciFunction`] through its
 //! traits, so another transport (QEMU's `vfio-user-pci`) can carry the same model.
 
 use std::{
