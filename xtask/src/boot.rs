@@ -486,7 +486,12 @@ pub(crate) fn verdict(run: &Run) -> Verdict {
         },
     ];
     let mut lines = Vec::new();
-    let mut problems = Vec::new();
+    // A register the GPU does not have comes first: it is why the rest went wrong.
+    let mut problems: Vec<String> = transcript
+        .iter()
+        .filter(|l| l.contains("not emulated"))
+        .map(|l| format!("the driver used a register the GPU does not emulate: {l}"))
+        .collect();
     for stage in &stages {
         match &stage.shown_by {
             Some(line) => lines.push(format!("boot: {}: {line}", stage.name)),
@@ -513,11 +518,6 @@ pub(crate) fn verdict(run: &Run) -> Verdict {
             ));
             break;
         }
-    }
-    for l in transcript.iter().filter(|l| l.contains("not emulated")) {
-        problems.push(format!(
-            "the driver used a register the GPU does not emulate: {l}"
-        ));
     }
     if let Some(why) = &run.runner {
         problems.push(why.clone());
@@ -555,11 +555,7 @@ mod tests {
             runner: None,
         };
         let v = verdict(&run);
-        assert!(
-            v.problems.iter().any(|p| p.contains("0x123450")),
-            "{:?}",
-            v.problems
-        );
+        assert!(v.problems[0].contains("0x123450"), "{:?}", v.problems);
     }
 
     #[test]

@@ -274,7 +274,140 @@ pub fn locate(
 
 #[cfg(test)]
 mod tests {
+    use std::os::fd::{
+        FromRawFd,
+        OwnedFd, //
+    };
+
+    use nova_core::gsp::fw;
+    use zerocopy::IntoBytes;
+
     use super::*;
+    use crate::device::{
+        MappedRam,
+        Region, //
+    };
+
+    /// Where the test's RAM starts on the bus, and its size.
+    const BASE: u64 = 0x10_0000;
+    const SIZE: usize = 1 << 20;
+    /// Where the driver's structures sit in it.
+    const PARAMS: u64 = BASE;
+    const DESC: u64 = BASE + 0x1000;
+    const LIBOS: u64 = BASE + 0x2000;
+    const RMARGS: u64 = BASE + 0x3000;
+    const SHARED: u64 = BASE + 0x4_0000;
+
+    /// A RAM laid out as nova-core lays out a GH100 boot: boot parameters, descriptor,
+    /// libos page (with `regions`), RMARGS, and the queues' PTE page.
+    fn ram(regions: &[&str]) -> MappedRam {
+        // SAFETY: a plain syscall on a NUL-terminated name.
+        let fd = unsafe { libc::memfd_create(c"gh100-test".as_ptr(), 0) };
+        assert!(fd >= 0);
+        // SAFETY: `memfd_create` returned a new fd, ours alone.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: sizing the file we own.
+        assert_eq!(
+            unsafe { libc::ftruncate(std::os::fd::AsRawFd::as_raw_fd(&fd), SIZE as i64) },
+            0
+        );
+        let ram = MappedRam::new();
+        ram.sync(vec![Region {
+            gpa: BASE,
+            size: SIZE as u64,
+            offset: 0,
+            fd,
+        }])
+        .unwrap();
+        let put = |bus: u64, bytes: &[u8]| {
+            ram.view(bus, bytes.len())
+                .unwrap()
+                .write_bytes(0, bytes)
+                .unwrap();
+        };
+        let params = FmcBootParams {
+            is_gsp_rm_boot: 1,
+            rm_target: TARGET_COHERENT_SYSTEM,
+            rm_desc_size: 256,
+            rm_desc_offset: DESC,
+            libos_target: TARGET_NONCOHERENT_SYSTEM,
+            boot_args_offset: LIBOS,
+            ..FmcBootParams::default()
+        };
+        put(PARAMS, params.as_bytes());
+        for (i, name) in regions.iter().enumerate() {
+            let region = LibosRegion {
+                id8: id8(name),
+                pa: RMARGS,
+                size: 4096,
+                kind: REGION_CONTIGUOUS,
+                loc: REGION_LOC_SYSMEM,
+                ..LibosRegion::default()
+            };
+            put(LIBOS + 32 * i as u64, region.as_bytes());
+        }
+        put(RMARGS, fw::GspArgumentsCached::new(SHARED).as_bytes());
+        for i in 0..fw::GSP_MEM_PAGES {
+            let pte = SHARED + (i * fw::GSP_PAGE_SIZE) as u64;
+            put(
+                SHARED + (fw::PTES_OFFSET + 8 * i) as u64,
+                &pte.to_le_bytes(),
+            );
+        }
+        ram
+    }
+
+    fn any_desc(_: &[u8]) -> Result<(), String> {
+        Ok(())
+    }
+
+    #[test]
+    fn reaches_the_queues_through_the_boot_arguments() {
+        let ram = ram(&["LOGINIT", "RMARGS"]);
+        let found = locate(&ram, PARAMS, 256, &any_desc)
+            .map_err(|e| e.to_string())
+            .unwrap();
+        assert_eq!(found.regions, ["LOGINIT", "RMARGS"]);
+        assert_eq!((found.rmargs, found.shared), (RMARGS, SHARED));
+    }
+
+    #[test]
+    fn refuses_a_libos_page_without_rmargs() {
+        let ram = ram(&["LOGINIT", "LOGRM"]);
+        let refused = locate(&ram, PARAMS, 256, &any_desc).err().unwrap();
+        assert_eq!(
+            (refused.reason, refused.at),
+            ("no RMARGS region in the libos page", LIBOS)
+        );
+    }
+
+    #[test]
+    fn refuses_boot_parameters_outside_ram() {
+        let ram = ram(&["RMARGS"]);
+        let refused = locate(&ram, BASE + SIZE as u64, 256, &any_desc)
+            .err()
+            .unwrap();
+        assert_eq!(refused.reason, "boot parameters outside RAM");
+    }
+
+    #[test]
+    fn refuses_a_descriptor_the_firmware_did_not_make() {
+        let ram = ram(&["RMARGS"]);
+        let check = |_: &[u8]| Err("magic 0x0".to_string());
+        let refused = locate(&ram, PARAMS, 256, &check).err().unwrap();
+        assert_eq!(refused.reason, "GSP-RM descriptor not the firmware's");
+        assert_eq!(refused.detail.as_deref(), Some("magic 0x0"));
+    }
+
+    #[test]
+    fn refuses_a_descriptor_size_that_is_not_the_metadata_s() {
+        let ram = ram(&["RMARGS"]);
+        let refused = locate(&ram, PARAMS, 128, &any_desc).err().unwrap();
+        assert_eq!(
+            refused.reason,
+            "GSP-RM descriptor size not the WPR metadata's"
+        );
+    }
 
     #[test]
     fn id8_packs_the_name_last_byte_first() {
