@@ -280,11 +280,19 @@ pub(crate) fn faults(tools: &Tools) -> Result<Vec<String>, String> {
         .arg("--list-faults")
         .output()
         .map_err(|e| format!("cannot run {}: {e}", tools.device.display()))?;
-    Ok(String::from_utf8_lossy(&out.stdout)
+    let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.split('\t').next())
         .map(str::to_string)
-        .collect())
+        .collect();
+    if !out.status.success() || names.is_empty() {
+        return Err(format!(
+            "{} --list-faults listed no fault ({})",
+            tools.device.display(),
+            out.status
+        ));
+    }
+    Ok(names)
 }
 
 /// The errno names a probe's failure is reported with.
@@ -503,7 +511,6 @@ pub(crate) fn verdict(run: &Run) -> Verdict {
     }
     let raw: Vec<&str> = run.console.lines().collect();
     for (i, line) in console.iter().enumerate() {
-        // The restart the init asks for is the end, not a failure.
         let bad = BAD.iter().any(|b| line.contains(b)) || is_driver_error(line);
         if bad {
             let from = i.saturating_sub(5);
@@ -529,13 +536,41 @@ pub(crate) fn verdict(run: &Run) -> Verdict {
 mod tests {
     use super::*;
 
+    /// Reads a `newc` archive's entries: name, mode, file size.
+    fn entries(mut cpio: &[u8]) -> Vec<(String, u32, usize)> {
+        let mut out = Vec::new();
+        while !cpio.is_empty() {
+            assert_eq!(&cpio[..6], b"070701");
+            let field = |i: usize| {
+                u32::from_str_radix(
+                    std::str::from_utf8(&cpio[6 + 8 * i..14 + 8 * i]).unwrap(),
+                    16,
+                )
+                .unwrap()
+            };
+            let (mode, size, namesize) = (field(1), field(6) as usize, field(11) as usize);
+            let name = String::from_utf8(cpio[110..110 + namesize - 1].to_vec()).unwrap();
+            let data = (110 + namesize).next_multiple_of(4);
+            cpio = &cpio[(data + size).next_multiple_of(4)..];
+            out.push((name, mode, size));
+        }
+        out
+    }
+
     #[test]
-    fn the_initramfs_is_a_newc_archive_ending_in_its_trailer() {
-        let cpio = initramfs(b"\x7fELF");
-        assert!(cpio.starts_with(b"070701"));
-        assert_eq!(cpio.len() % 4, 0);
-        let text = String::from_utf8_lossy(&cpio);
-        assert!(text.contains("dev/console") && text.contains("TRAILER!!!"));
+    fn the_initramfs_holds_the_console_and_the_init_then_its_trailer() {
+        let got = entries(&initramfs(b"\x7fELF!"));
+        let want = [
+            ("dev", 0o040_755, 0),
+            ("dev/console", 0o020_600, 0),
+            ("init", 0o100_755, 5),
+            ("TRAILER!!!", 0, 0),
+        ];
+        let want: Vec<_> = want
+            .iter()
+            .map(|(n, m, s)| (n.to_string(), *m, *s))
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -285,6 +285,9 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
     let fuzz = opts.what.is_empty() || opts.what.iter().any(|w| w == "fuzz");
     let kernel = opts.what.iter().any(|w| w == "kernel");
     let boot = opts.what.iter().any(|w| w == "boot");
+    if !opts.faults.is_empty() && !boot {
+        return Err("--gsp-fault plays a fault in a boot: add `boot` to WHAT".into());
+    }
     let ordering = opts.what.iter().any(|w| w == "ordering");
     let checks: Vec<&String> = opts
         .what
@@ -552,10 +555,11 @@ fn build_in_kernel(
         .ok_or("xtask is not inside the repository")?
         .to_path_buf();
     let cache = linux::cache()?;
+    let _lock = tier::lock(&cache, progress)?;
     let tools = boot::tools(&repo, progress)?;
+    // Built into the kernel: written under the lock, as the build that reads them.
     let firmware_dir = cache.join("gh100-firmware");
     let firmware_files = boot::firmware(&tools, &firmware_dir)?;
-    let _lock = tier::lock(&cache, progress)?;
     tier::ensure_packages(&[Arch::X86_64], false, progress)?;
     let bindgen = tier::ensure_bindgen(&cache, progress)?;
     let nova = "drivers/gpu/nova-core";

@@ -228,7 +228,7 @@ impl Vgsp<'_> {
     /// Answers a malformed command with an error reply; `reason` goes to the journal.
     fn reject(&mut self, function: u32, sequence: u32, reason: &'static str) -> Result {
         self.stats.malformed += 1;
-        self.note(function, sequence, Outcome::Refused(reason))?;
+        self.note(function, sequence, Outcome::Refused(reason));
         self.queue(function, sequence, fw::NV_ERR_INVALID_ARGUMENT, KVec::new())
     }
 
@@ -331,13 +331,13 @@ impl Vgsp<'_> {
                 }
             },
             _ => {
-                self.note(function, sequence, Outcome::NotSupported)?;
+                self.note(function, sequence, Outcome::NotSupported);
                 self.queue(function, sequence, fw::NV_ERR_NOT_SUPPORTED, KVec::new())?;
                 self.stats.replies += 1;
                 return self.log_line();
             }
         }
-        self.note(function, sequence, Outcome::Served)?;
+        self.note(function, sequence, Outcome::Served);
         self.log_line()
     }
 

@@ -165,6 +165,16 @@ impl Vgsp<'_> {
         Ok(())
     }
 
+    /// Returns whether `slots` `gspq` slots are free for [`Vgsp::post_raw`]: a test that
+    /// posts several elements checks first that they all fit.
+    ///
+    /// # Errors
+    ///
+    /// - `EIO` if the driver's read pointer is outside the ring.
+    pub fn has_room(&mut self, slots: u32) -> Result<bool> {
+        self.has_free(slots)
+    }
+
     /// Stores `ptr` as the GSP's write pointer, whatever it is: lets a test publish a
     /// pointer outside the ring. The GSP's own idea of its pointer does not change.
     ///

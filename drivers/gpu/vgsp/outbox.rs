@@ -100,8 +100,13 @@ impl Vgsp<'_> {
 
     pub(crate) fn event(&mut self, function: MsgFunction, payload: KVec<u8>) -> Result {
         self.stats.events += 1;
-        self.note(function.into(), 0, Outcome::Sent)?;
-        self.queue(function.into(), 0, fw::NV_OK, payload)
+        // A withheld event is not sent (yet): the journal says so when it is.
+        let withheld = self.withhold == Some(function.into());
+        self.queue(function.into(), 0, fw::NV_OK, payload)?;
+        if !withheld {
+            self.note(function.into(), 0, Outcome::Sent);
+        }
+        Ok(())
     }
 
     pub(crate) fn queue(

@@ -185,6 +185,9 @@ pub struct Stats {
     pub sequences: u64,
     /// The driver's answer to the last of them, once it came.
     pub sequence_done: Option<SequencerDone>,
+    /// Journal entries dropped: the journal was full ([`Vgsp::take_journal`] not called
+    /// often enough) or an entry could not be had.
+    pub journal_dropped: u64,
 }
 
 /// What the GSP did with one command, or an event it sent, as its journal records it ([`Vgsp::set_journal`]).
@@ -200,7 +203,7 @@ pub enum Outcome {
     Sent,
 }
 
-/// One command in the GSP's journal.
+/// One command, or one event sent, in the GSP's journal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Handled {
     /// Its `rpc.function`.
@@ -224,7 +227,7 @@ pub struct Withheld {
 }
 
 /// The most entries the journal keeps between two [`Vgsp::take_journal`]s; later ones
-/// are counted in [`Stats::commands`] and [`Stats::malformed`] only.
+/// are counted in [`Stats::journal_dropped`] only.
 const JOURNAL_MAX: usize = 256;
 
 /// The size `rx_buf` starts at and never goes below: one element.
@@ -445,22 +448,21 @@ impl<'a> Vgsp<'a> {
         self.withheld.take()
     }
 
-    /// Records a command in the journal, if one is kept and not full.
-    ///
-    /// # Errors
-    ///
-    /// - `ENOMEM` if the entry cannot be had.
-    pub(crate) fn note(&mut self, function: u32, sequence: u32, outcome: Outcome) -> Result {
-        match &mut self.journal {
-            Some(journal) if journal.len() < JOURNAL_MAX => Ok(journal.push(
-                Handled {
-                    function,
-                    sequence,
-                    outcome,
-                },
-                GFP_KERNEL,
-            )?),
-            _ => Ok(()),
+    /// Records a command or event in the journal, if one is kept; an entry that does not
+    /// fit (the journal full, or no memory for it) is counted in
+    /// [`Stats::journal_dropped`] instead. The journal is a diagnostic: it never fails the
+    /// GSP's work.
+    pub(crate) fn note(&mut self, function: u32, sequence: u32, outcome: Outcome) {
+        let Some(journal) = &mut self.journal else {
+            return;
+        };
+        let entry = Handled {
+            function,
+            sequence,
+            outcome,
+        };
+        if journal.len() >= JOURNAL_MAX || journal.push(entry, GFP_KERNEL).is_err() {
+            self.stats.journal_dropped += 1;
         }
     }
 

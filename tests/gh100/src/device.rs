@@ -63,7 +63,7 @@ pub trait GuestRam {
     /// A region that cannot be mapped.
     fn sync(&self, regions: Vec<Region>) -> io::Result<()>;
     /// Returns the device's view of the `len` bytes at the bus address `bus`, if they lie
-    /// in one region of RAM.
+    /// in one region of RAM and `bus` is 8-byte aligned (as every DMA allocation is).
     fn view(&self, bus: u64, len: usize) -> Option<DmaView<'static>>;
     /// Returns the region of RAM holding `bus`: its view and its first bus address.
     fn region_of(&self, bus: u64) -> Option<(DmaView<'static>, u64)>;
@@ -85,11 +85,13 @@ pub trait PciFunction {
     fn reset(&mut self);
 }
 
-/// One mapped region.
+/// One mapped region: where the guest sees it, and what of which file it maps.
 #[derive(Clone, Copy)]
 struct Mapping {
     gpa: u64,
     view: DmaView<'static>,
+    /// The file's device and inode, and the offset mapped.
+    file: (u64, u64, u64),
 }
 
 /// The guest's RAM mapped into this process, shared between the threads of the device.
@@ -98,11 +100,16 @@ struct Mapping {
 ///
 /// Every mapping's view is valid for the life of the process: regions are mapped shared
 /// and never unmapped, even when a later [`GuestRam::sync`] replaces them (a thread may
-/// still hold a view of the old one; QEMU sends the regions again only when the guest's
-/// memory map changes, a handful of times per boot).
+/// still hold a view of the old one). QEMU sends the regions again at every change of the
+/// guest's memory map (some 35 times in a boot), nearly always the same ones: a region
+/// already mapped (the same file, offset and size) is not mapped again, so the mappings
+/// are bounded by the distinct regions ever sent.
 #[derive(Clone, Default)]
 pub struct MappedRam {
+    /// The regions in use.
     maps: Arc<RwLock<Vec<Mapping>>>,
+    /// Every mapping ever made, to be reused.
+    made: Arc<RwLock<Vec<Mapping>>>,
 }
 
 impl MappedRam {
@@ -131,6 +138,35 @@ impl GuestRam for MappedRam {
             }
             let offset = libc::off_t::try_from(region.offset)
                 .map_err(|_| io::Error::other("a RAM region beyond its file"))?;
+            // A mapping past the file's end would fault on access (SIGBUS): refused.
+            // SAFETY: `stat` is plain data, for which all zeroes is a valid value.
+            let mut st: libc::stat = unsafe { core::mem::zeroed() };
+            // SAFETY: `fd` is open; `st` is a live `stat` to fill in.
+            if unsafe { libc::fstat(region.fd.as_raw_fd(), &mut st) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let end = region.offset.checked_add(region.size);
+            if end.is_none_or(|end| end > u64::try_from(st.st_size).unwrap_or(0)) {
+                return Err(io::Error::other(format!(
+                    "a RAM region ({:#x} bytes at {:#x} of its file) beyond the file's end ({:#x})",
+                    region.size, region.offset, st.st_size
+                )));
+            }
+            let file = (st.st_dev, st.st_ino, region.offset);
+            let made = self
+                .made
+                .read()
+                .map_err(|_| io::Error::other("the RAM's lock is poisoned"))?
+                .iter()
+                .find(|m| m.file == file && m.view.len() == len)
+                .copied();
+            if let Some(m) = made {
+                maps.push(Mapping {
+                    gpa: region.gpa,
+                    ..m
+                });
+                continue;
+            }
             // SAFETY: a fresh shared mapping of `fd` chosen by the kernel; it aliases
             // nothing of this process.
             let base = unsafe {
@@ -152,10 +188,16 @@ impl GuestRam for MappedRam {
             // the process; the guest shares it, and every access through a `DmaView` is
             // a volatile word or a byte copy.
             let view = unsafe { DmaView::from_raw_parts(base.cast(), len) };
-            maps.push(Mapping {
+            let mapping = Mapping {
                 gpa: region.gpa,
                 view,
-            });
+                file,
+            };
+            self.made
+                .write()
+                .map_err(|_| io::Error::other("the RAM's lock is poisoned"))?
+                .push(mapping);
+            maps.push(mapping);
         }
         *self
             .maps
@@ -172,5 +214,84 @@ impl GuestRam for MappedRam {
     fn region_of(&self, bus: u64) -> Option<(DmaView<'static>, u64)> {
         let (m, _) = self.find(bus, 1)?;
         Some((m.view, m.gpa))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::FromRawFd;
+
+    use super::*;
+
+    fn memfd(size: i64) -> OwnedFd {
+        // SAFETY: a plain syscall on a NUL-terminated name.
+        let fd = unsafe { libc::memfd_create(c"gh100-ram-test".as_ptr(), 0) };
+        assert!(fd >= 0);
+        // SAFETY: `memfd_create` returned a new fd, ours alone.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: sizing the file we own.
+        assert_eq!(unsafe { libc::ftruncate(fd.as_raw_fd(), size) }, 0);
+        fd
+    }
+
+    #[test]
+    fn finds_bytes_by_their_bus_address() {
+        let ram = MappedRam::new();
+        let fd = memfd(8192);
+        ram.sync(vec![Region {
+            gpa: 0x10_0000,
+            size: 8192,
+            offset: 0,
+            fd,
+        }])
+        .unwrap();
+        ram.view(0x10_1000, 8)
+            .unwrap()
+            .write32(0, 0x5a5a_5a5a)
+            .unwrap();
+        let (region, base) = ram.region_of(0x10_1004).unwrap();
+        assert_eq!(
+            (base, region.read32(0x1000).unwrap()),
+            (0x10_0000, 0x5a5a_5a5a)
+        );
+        assert!(ram.view(0x10_1ffc, 8).is_none());
+    }
+
+    #[test]
+    fn maps_a_region_sent_again_once() {
+        let ram = MappedRam::new();
+        let fd = memfd(4096);
+        let again = fd.try_clone().unwrap();
+        ram.sync(vec![Region {
+            gpa: 0,
+            size: 4096,
+            offset: 0,
+            fd,
+        }])
+        .unwrap();
+        ram.sync(vec![Region {
+            gpa: 0x1000,
+            size: 4096,
+            offset: 0,
+            fd: again,
+        }])
+        .unwrap();
+        assert_eq!(ram.made.read().unwrap().len(), 1);
+        assert_eq!(ram.region_of(0x1000).map(|(_, base)| base), Some(0x1000));
+    }
+
+    #[test]
+    fn refuses_a_region_beyond_its_file() {
+        let ram = MappedRam::new();
+        let fd = memfd(4096);
+        let err = ram
+            .sync(vec![Region {
+                gpa: 0,
+                size: 8192,
+                offset: 0,
+                fd,
+            }])
+            .unwrap_err();
+        assert!(err.to_string().contains("beyond the file's end"), "{err}");
     }
 }

@@ -119,8 +119,6 @@ pub struct Fsp {
     queue_tail: u32,
     msgq_head: u32,
     msgq_tail: u32,
-    /// An access past EMEM's end, reported once.
-    pub overflow: bool,
 }
 
 impl Default for Fsp {
@@ -134,7 +132,6 @@ impl Default for Fsp {
             queue_tail: 0,
             msgq_head: 0,
             msgq_tail: 0,
-            overflow: false,
         }
     }
 }
@@ -143,6 +140,7 @@ impl Fsp {
     /// `EMEMC` written: the offset (bits 7:2 words, 15:8 blocks of 256 bytes) and the
     /// auto-increments.
     pub fn set_control(&mut self, value: u32) {
+        // CAST: at most 255 blocks of 256 bytes.
         self.cursor = (((value >> 8) & 0xff) * 256 + ((value >> 2) & 0x3f) * 4) as usize;
         self.auto_write = value & crate::regs::EMEMC_AINCW != 0;
         self.auto_read = value & crate::regs::EMEMC_AINCR != 0;
@@ -150,7 +148,10 @@ impl Fsp {
 
     /// `EMEMC` read back.
     pub fn control(&self) -> u32 {
-        let (blk, offs) = (self.cursor / 256, (self.cursor % 256) / 4);
+        // The cursor's block and word, as the register's fields hold them (an
+        // auto-increment may have run past EMEM: the block field keeps its low bits).
+        let (blk, offs) = ((self.cursor / 256) & 0xff, (self.cursor % 256) / 4);
+        // CAST: both fit their fields, 8 and 6 bits.
         ((blk as u32) << 8)
             | ((offs as u32) << 2)
             | if self.auto_write {
@@ -165,28 +166,29 @@ impl Fsp {
             }
     }
 
-    /// `EMEMD` written.
-    pub fn write_data(&mut self, value: u32) {
-        match self.emem.get_mut(self.cursor..self.cursor + 4) {
-            Some(word) => word.copy_from_slice(&value.to_le_bytes()),
-            None => self.overflow = true,
-        }
+    /// `EMEMD` written; returns `false` if the cursor was past EMEM (the word is lost).
+    pub fn write_data(&mut self, value: u32) -> bool {
+        let inside = match self.emem.get_mut(self.cursor..self.cursor + 4) {
+            Some(word) => {
+                word.copy_from_slice(&value.to_le_bytes());
+                true
+            }
+            None => false,
+        };
         if self.auto_write {
-            self.cursor += 4;
+            self.cursor = self.cursor.saturating_add(4);
         }
+        inside
     }
 
-    /// `EMEMD` read.
-    pub fn read_data(&mut self) -> u32 {
-        let value = match self.emem.get(self.cursor..self.cursor + 4) {
-            Some(w) => u32::from_le_bytes([w[0], w[1], w[2], w[3]]),
-            None => {
-                self.overflow = true;
-                0
-            }
-        };
+    /// `EMEMD` read; `None` if the cursor was past EMEM.
+    pub fn read_data(&mut self) -> Option<u32> {
+        let value = self
+            .emem
+            .get(self.cursor..self.cursor + 4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
         if self.auto_read {
-            self.cursor += 4;
+            self.cursor = self.cursor.saturating_add(4);
         }
         value
     }
@@ -200,7 +202,8 @@ impl Fsp {
     /// bytes from the head to the tail's word.
     pub fn set_queue_head(&mut self, value: u32) -> Option<Vec<u8>> {
         self.queue_head = value;
-        let (start, end) = (value as usize, self.queue_tail as usize + 4);
+        let start = usize::try_from(value).ok()?;
+        let end = usize::try_from(self.queue_tail).ok()?.checked_add(4)?;
         self.emem.get(start..end).map(<[u8]>::to_vec)
     }
 
@@ -231,6 +234,7 @@ impl Fsp {
         let len = reply.len().min(EMEM_SIZE) & !3;
         self.emem[..len].copy_from_slice(&reply[..len]);
         self.msgq_head = 0;
+        // CAST: at most EMEM's 1 KiB.
         self.msgq_tail = len.saturating_sub(4) as u32;
     }
 }
@@ -248,7 +252,17 @@ mod tests {
         fsp.write_data(0x1111_1111);
         fsp.write_data(0x2222_2222);
         fsp.set_control(crate::regs::EMEMC_AINCR | (1 << 2));
-        assert_eq!(fsp.read_data(), 0x2222_2222);
+        assert_eq!(fsp.read_data(), Some(0x2222_2222));
+    }
+
+    #[test]
+    fn a_word_past_emem_is_reported_not_written() {
+        let mut fsp = Fsp::default();
+        // Block 3, word 63: EMEM's last word.
+        fsp.set_control(crate::regs::EMEMC_AINCW | (3 << 8) | (0x3f << 2));
+        assert!(fsp.write_data(1));
+        assert!(!fsp.write_data(2));
+        assert_eq!(fsp.read_data(), None);
     }
 
     #[test]

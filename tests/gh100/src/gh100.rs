@@ -72,7 +72,11 @@ use crate::{
 };
 
 /// The frame buffer the GPU reports in `NV_USABLE_FB_SIZE_IN_MB`: the virtual GSP's.
+// CAST: 256 MiB in MiB fits a `u32`.
 const FB_MIB: u32 = (vgsp::FB_LENGTH >> 20) as u32;
+/// The NVDM header's bits that must be NVIDIA's PCI vendor-defined message whatever its
+/// type: the vendor id (23:8) and the message type (6:0).
+const NVDM_FIXED_BITS: u32 = 0x00ff_ff7f;
 /// How long the GSP sleeps between looks at the queues when no doorbell rings.
 const GSP_IDLE: Duration = Duration::from_millis(2);
 /// How long it waits for the driver to free reply slots.
@@ -192,7 +196,7 @@ impl Bar0 {
         };
         let nvdm_type = nvdm >> 24;
         if mctp & fsp::MCTP_SINGLE_PACKET != fsp::MCTP_SINGLE_PACKET
-            || nvdm & 0x00ff_ff7f != fsp::nvdm_header(0)
+            || nvdm & NVDM_FIXED_BITS != fsp::nvdm_header(0)
         {
             say!(
                 "fsp: refused a message: MCTP {mctp:#x}, NVDM {nvdm:#x} are not one NVIDIA packet"
@@ -211,6 +215,10 @@ impl Bar0 {
             );
             return reply(&mut self.fsp, nvdm_type, FSP_BAD_MESSAGE);
         };
+        if self.gsp_running() {
+            say!("fsp: COT refused: the GSP already runs (unload it first)");
+            return reply(&mut self.fsp, nvdm_type, FSP_BAD_MESSAGE);
+        }
         if let Err(why) = self.check_cot(&cot) {
             say!("fsp: COT refused: {why}");
             return reply(&mut self.fsp, nvdm_type, COT_FIRMWARE_MISMATCH);
@@ -269,12 +277,21 @@ impl Bar0 {
         Ok(())
     }
 
+    /// Returns whether the GSP's thread runs; reaps it if it has ended (the FMC refused,
+    /// or the core halted after an unload), so that the driver may boot it again.
+    fn gsp_running(&mut self) -> bool {
+        if self
+            .gsp
+            .as_ref()
+            .is_some_and(|(_, handle)| handle.is_finished())
+        {
+            self.stop();
+        }
+        self.gsp.is_some()
+    }
+
     /// Runs the FMC, then the GSP, on a thread of their own.
     fn start_gsp(&mut self, boot_params: u64) {
-        if self.gsp.is_some() {
-            say!("fsp: a second COT while the GSP runs: ignored");
-            return;
-        }
         let (tx, rx) = mpsc::channel();
         let (ram, falcon, fault) = (self.ram.clone(), self.falcon.clone(), self.fault);
         let handle = thread::spawn(move || run_gsp(&ram, &falcon, boot_params, fault, &rx));
@@ -349,20 +366,24 @@ fn run_gsp(
     });
     let mut wait = GSP_IDLE;
     let mut unloading = false;
+    let (mut broken, mut dropped) = (None, 0);
     loop {
         match rx.recv_timeout(wait) {
             Ok(Wake::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
             Ok(Wake::Doorbell) | Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
         let mut progress = gsp.run_until_idle();
-        if let Some(play) = &mut play {
-            match play.poll(&mut gsp) {
+        if let Some(playing) = &mut play {
+            match playing.poll(&mut gsp) {
                 Ok(Some(line)) => {
                     say!("{line}");
                     progress = gsp.run_until_idle();
                 }
                 Ok(None) => {}
-                Err(e) => say!("fault: the GSP could not play it: {e}"),
+                Err(e) => {
+                    say!("fault: the GSP could not play it, and stops trying: {e}");
+                    play = None;
+                }
             }
         }
         for h in gsp.take_journal().iter() {
@@ -387,14 +408,23 @@ fn run_gsp(
             Ok(Progress::Blocked) => GSP_BLOCKED,
             Ok(_) => GSP_IDLE,
             Err(e) => {
-                say!("gsp: the driver's queue is broken: {e:?}");
+                // Said once per error, not at every look.
+                if broken != Some(e) {
+                    say!("gsp: the driver's queue is broken: {e:?}");
+                }
+                broken = Some(e);
                 GSP_IDLE
             }
         };
+        if gsp.stats.journal_dropped != dropped {
+            dropped = gsp.stats.journal_dropped;
+            say!("gsp: {dropped} journal entries dropped so far (the journal was full)");
+        }
         if unloading && gsp.outbox_empty() {
-            lock().mailbox0 |= regs::MAILBOX0_SUSPENDED;
-            say!("gsp: unloading: processor suspended (mailbox 0 bit 31)");
+            // Suspended, then halted: the driver waits for the one, then the other.
             let mut f = lock();
+            f.mailbox0 |= regs::MAILBOX0_SUSPENDED;
+            say!("gsp: unloading: processor suspended (mailbox 0 bit 31)");
             f.cpuctl = regs::CPUCTL_HALTED;
             say!("gsp: unloading: core halted");
             return;
@@ -421,7 +451,10 @@ impl Bar for Bar0 {
             Some(regs::NV_PGSP_FALCON_HWCFG2) => self.falcon().hwcfg2,
             Some(regs::NV_PRISCV_RISCV_CPUCTL) => self.falcon().cpuctl,
             Some(regs::NV_PFSP_FALCON_EMEMC) => self.fsp.control(),
-            Some(regs::NV_PFSP_FALCON_EMEMD) => self.fsp.read_data(),
+            Some(regs::NV_PFSP_FALCON_EMEMD) => self.fsp.read_data().unwrap_or_else(|| {
+                say!("fsp: EMEM read past its {} bytes", fsp::EMEM_SIZE);
+                0
+            }),
             Some(regs::NV_PFSP_QUEUE_HEAD) => self.fsp.queues()[0],
             Some(regs::NV_PFSP_QUEUE_TAIL) => self.fsp.queues()[1],
             Some(regs::NV_PFSP_MSGQ_HEAD) => self.fsp.queues()[2],
@@ -462,8 +495,7 @@ impl Bar for Bar0 {
             Some(regs::NV_PGSP_QUEUE_HEAD) => self.ring_doorbell(),
             Some(regs::NV_PFSP_FALCON_EMEMC) => self.fsp.set_control(value),
             Some(regs::NV_PFSP_FALCON_EMEMD) => {
-                self.fsp.write_data(value);
-                if std::mem::take(&mut self.fsp.overflow) {
+                if !self.fsp.write_data(value) {
                     say!("fsp: EMEM written past its {} bytes", fsp::EMEM_SIZE);
                 }
             }
@@ -484,6 +516,8 @@ pub struct Gh100 {
     header: Header,
     bar0: Bar0,
     ram: MappedRam,
+    /// The regions and bytes of RAM last reported.
+    ram_said: Option<(usize, u64)>,
 }
 
 impl Default for Gh100 {
@@ -505,6 +539,7 @@ impl Gh100 {
             header: Header::new(),
             bar0: Bar0::new(ram.clone(), fault),
             ram,
+            ram_said: None,
         }
     }
 
@@ -524,9 +559,16 @@ impl PciFunction for Gh100 {
     }
 
     fn sync_ram(&mut self, regions: Vec<Region>) -> std::io::Result<()> {
-        let (n, total) = (regions.len(), regions.iter().map(|r| r.size).sum::<u64>());
+        let n = regions.len();
+        let total = regions
+            .iter()
+            .fold(0u64, |sum, r| sum.saturating_add(r.size));
         self.ram.sync(regions)?;
-        say!("ram: {n} regions, {} MiB", total >> 20);
+        // QEMU sends the regions at every change of the memory map: said when they change.
+        if self.ram_said != Some((n, total)) {
+            self.ram_said = Some((n, total));
+            say!("ram: {n} regions, {} MiB", total >> 20);
+        }
         Ok(())
     }
 

@@ -34,6 +34,10 @@ const HEADER: usize = 0x40;
 const COMMAND_WRITABLE: u16 = 0x0007 | 0x0400;
 /// A 32-bit memory BAR: bits 3:0 read 0 (memory, 32-bit, not prefetchable).
 const BAR_MEMORY_32: u32 = 0x0;
+/// The command register's memory-space enable.
+const COMMAND_MEMORY: u16 = 0x2;
+/// The interrupt line register: the BIOS's scratch byte.
+const INTERRUPT_LINE: usize = 0x3c;
 
 /// The header.
 pub struct Header {
@@ -76,22 +80,26 @@ impl Header {
     pub fn bar0_base(&self) -> Option<u64> {
         let command = u16::from_le_bytes([self.bytes[COMMAND], self.bytes[COMMAND + 1]]);
         let base = self.word(BAR0) & !(BAR0_SIZE - 1);
-        (command & 0x2 != 0 && base != 0).then_some(u64::from(base))
+        (command & COMMAND_MEMORY != 0 && base != 0).then_some(u64::from(base))
     }
 }
 
 impl ConfigSpace for Header {
     fn read(&mut self, addr: u32, len: u32) -> u32 {
+        // CAST (both): a config-space offset and a width of at most 4 (the transport
+        // refuses others).
         let at = addr as usize;
-        (0..len as usize).fold(0, |v, i| {
+        (0..len.min(4) as usize).fold(0, |v, i| {
             let byte = self.bytes.get(at + i).copied().unwrap_or(0);
             v | (u32::from(byte) << (8 * i))
         })
     }
 
     fn write(&mut self, addr: u32, val: u32, len: u32) {
+        // CAST (both): as in `read`.
         let at = addr as usize;
-        for i in 0..len as usize {
+        for i in 0..len.min(4) as usize {
+            // CAST: one byte of the value.
             let (pos, byte) = (at + i, (val >> (8 * i)) as u8);
             match pos {
                 p if (COMMAND..COMMAND + 2).contains(&p) => {
@@ -104,8 +112,7 @@ impl ConfigSpace for Header {
                     let mask = (!(BAR0_SIZE - 1)).to_le_bytes()[p - BAR0];
                     self.bytes[p] = (byte & mask) | (BAR_MEMORY_32.to_le_bytes()[p - BAR0] & !mask);
                 }
-                // The interrupt line is the BIOS's scratch byte.
-                0x3c => self.bytes[0x3c] = byte,
+                INTERRUPT_LINE => self.bytes[INTERRUPT_LINE] = byte,
                 // Everything else is read-only (the unimplemented BARs read 0 whatever is
                 // written, which sizes them to 0).
                 _ => {}

@@ -81,6 +81,8 @@ pub enum Request {
         addr: u64,
         /// 1 to 8.
         size: u32,
+        /// A memory BAR's (else an I/O BAR's).
+        memory: bool,
     },
     /// A write of `size` bytes.
     BarWrite {
@@ -90,6 +92,8 @@ pub enum Request {
         val: u64,
         /// 1 to 8.
         size: u32,
+        /// A memory BAR's (else an I/O BAR's).
+        memory: bool,
     },
     /// Interrupt eventfds: nothing to do without KVM (the fds are closed).
     SetIrqfd,
@@ -127,8 +131,9 @@ impl Link {
     /// Receives the header and its fds; returns the command, the data size and the fds.
     fn recv_header(&mut self) -> io::Result<Option<(i32, usize, Vec<OwnedFd>)>> {
         let mut header = [0u8; HEADER_SIZE];
-        // Room for `REGIONS_MAX` fds.
-        let mut control = [0u64; 8];
+        // Room for more fds than a message may carry, so that too many are seen (and
+        // refused) rather than cut off.
+        let mut control = [0u64; 16];
         let mut iov = libc::iovec {
             iov_base: header.as_mut_ptr().cast(),
             iov_len: HEADER_SIZE,
@@ -139,22 +144,32 @@ impl Link {
         msg.msg_iovlen = 1;
         msg.msg_control = control.as_mut_ptr().cast();
         msg.msg_controllen = core::mem::size_of_val(&control);
-        // SAFETY: `msg` points at `iov` and `control`, both live and of the sizes given.
-        let n = unsafe { libc::recvmsg(self.sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let n = loop {
+            // SAFETY: `msg` points at `iov` and `control`, both live and of the sizes given.
+            let n =
+                unsafe { libc::recvmsg(self.sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+            if n >= 0 {
+                break n;
+            }
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::Interrupted {
+                return Err(err);
+            }
+        };
         if n == 0 {
             return Ok(None);
         }
         let mut fds = Vec::new();
         // SAFETY: `msg` was filled in by `recvmsg`; the macros walk its control buffer
-        // within `msg_controllen`.
+        // within `msg_controllen`. Each fd an `SCM_RIGHTS` message carries was installed
+        // in this process for us by the kernel, so owning it is sound (even when the
+        // control data was cut short: what arrived was installed).
         unsafe {
             let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
             while !cmsg.is_null() {
                 if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
                     let data = libc::CMSG_DATA(cmsg).cast::<i32>();
+                    // CAST: lengths of a control message of at most 128 bytes.
                     let bytes = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
                     for i in 0..bytes / 4 {
                         // The kernel made each of these fds ours.
@@ -164,9 +179,12 @@ impl Link {
                 cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
             }
         }
-        if msg.msg_flags & libc::MSG_CTRUNC != 0 {
-            return Err(invalid("more fds than a message may carry".into()));
+        if msg.msg_flags & libc::MSG_CTRUNC != 0 || fds.len() > REGIONS_MAX {
+            return Err(invalid(format!(
+                "more fds than a message may carry ({REGIONS_MAX})"
+            )));
         }
+        // CAST: `recvmsg` returned a non-negative count, at most `HEADER_SIZE`.
         let mut rest = n as usize;
         while rest < HEADER_SIZE {
             let got = io::Read::read(&mut self.sock, &mut header[rest..])?;
@@ -196,6 +214,9 @@ impl Link {
         };
         let mut data = vec![0u8; size];
         io::Read::read_exact(&mut self.sock, &mut data)?;
+        if !fds.is_empty() && cmd != CMD_SYNC_SYSMEM && cmd != CMD_SET_IRQFD {
+            return Err(invalid(format!("command {cmd} carries fds")));
+        }
         let need = |n: usize| {
             if size < n {
                 Err(invalid(format!(
@@ -222,20 +243,30 @@ impl Link {
             CMD_PCI_CFGREAD | CMD_PCI_CFGWRITE => {
                 need(12)?;
                 let (addr, val, len) = (u32_at(&data, 0), u32_at(&data, 4), u32_at(&data, 8));
+                if ![1, 2, 4].contains(&len) {
+                    return Err(invalid(format!("a config-space access of {len} bytes")));
+                }
                 match cmd {
                     CMD_PCI_CFGREAD => Request::ConfigRead { addr, len },
                     _ => Request::ConfigWrite { addr, val, len },
                 }
             }
             CMD_BAR_READ | CMD_BAR_WRITE => {
-                need(20)?;
+                // `BarAccessMsg`: address, value, size, then the memory-or-I/O flag.
+                need(21)?;
                 let (addr, val, size) = (u64_at(&data, 0), u64_at(&data, 8), u32_at(&data, 16));
+                let memory = data[20] != 0;
                 if !(1..=8).contains(&size) {
                     return Err(invalid(format!("a BAR access of {size} bytes")));
                 }
                 match cmd {
-                    CMD_BAR_READ => Request::BarRead { addr, size },
-                    _ => Request::BarWrite { addr, val, size },
+                    CMD_BAR_READ => Request::BarRead { addr, size, memory },
+                    _ => Request::BarWrite {
+                        addr,
+                        val,
+                        size,
+                        memory,
+                    },
                 }
             }
             CMD_SET_IRQFD => Request::SetIrqfd,
@@ -276,16 +307,22 @@ pub fn serve(link: &mut Link, function: &mut dyn PciFunction) -> io::Result<()> 
                 function.config().write(addr, val, len);
                 link.reply(0)?;
             }
-            Request::BarRead { addr, size } => {
+            Request::BarRead { addr, size, memory } => {
                 let value = match function.config().bar_of(addr) {
-                    Some((bar, offset)) => function.bar(bar).read(offset, size),
-                    // Not decoded by this function: what a PCI bus returns.
-                    None => u64::MAX,
+                    Some((bar, offset)) if memory => function.bar(bar).read(offset, size),
+                    // Not decoded by this function (it has no I/O BAR): what a PCI bus
+                    // returns.
+                    _ => u64::MAX,
                 };
                 link.reply(value)?;
             }
-            Request::BarWrite { addr, val, size } => {
-                if let Some((bar, offset)) = function.config().bar_of(addr) {
+            Request::BarWrite {
+                addr,
+                val,
+                size,
+                memory,
+            } => {
+                if let (Some((bar, offset)), true) = (function.config().bar_of(addr), memory) {
                     function.bar(bar).write(offset, size, val);
                 }
                 link.reply(0)?;
@@ -297,4 +334,83 @@ pub fn serve(link: &mut Link, function: &mut dyn PciFunction) -> io::Result<()> 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    /// Sends one message with `data` on `sock`.
+    fn send(sock: &mut UnixStream, cmd: i32, data: &[u8]) {
+        let mut msg = Vec::new();
+        msg.extend_from_slice(&cmd.to_ne_bytes());
+        msg.extend_from_slice(&[0; 4]);
+        msg.extend_from_slice(&(data.len() as u64).to_ne_bytes());
+        msg.extend_from_slice(data);
+        sock.write_all(&msg).unwrap();
+    }
+
+    fn config(addr: u32, val: u32, len: u32) -> Vec<u8> {
+        [addr, val, len]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect()
+    }
+
+    #[test]
+    fn reads_a_config_read() {
+        let (mut qemu, ours) = UnixStream::pair().unwrap();
+        send(&mut qemu, CMD_PCI_CFGREAD, &config(0x10, 0, 4));
+        let got = Link::new(ours).recv().unwrap();
+        assert!(matches!(
+            got,
+            Some(Request::ConfigRead { addr: 0x10, len: 4 })
+        ));
+    }
+
+    #[test]
+    fn refuses_a_config_access_of_another_width() {
+        let (mut qemu, ours) = UnixStream::pair().unwrap();
+        send(&mut qemu, CMD_PCI_CFGWRITE, &config(0, 0, 0xffff_ffff));
+        let err = Link::new(ours).recv().unwrap_err();
+        assert!(err.to_string().contains("config-space access of"), "{err}");
+    }
+
+    #[test]
+    fn refuses_a_message_larger_than_any_request() {
+        let (mut qemu, ours) = UnixStream::pair().unwrap();
+        send(&mut qemu, CMD_BAR_READ, &[0; DATA_MAX + 1]);
+        let err = Link::new(ours).recv().unwrap_err();
+        assert!(err.to_string().contains("announces"), "{err}");
+    }
+
+    #[test]
+    fn refuses_a_bar_access_shorter_than_its_message() {
+        let (mut qemu, ours) = UnixStream::pair().unwrap();
+        send(&mut qemu, CMD_BAR_READ, &[0; 12]);
+        let err = Link::new(ours).recv().unwrap_err();
+        assert!(
+            err.to_string().contains("12 bytes of data, 21 needed"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn answers_with_a_ret_message() {
+        let (mut qemu, ours) = UnixStream::pair().unwrap();
+        Link::new(ours).reply(0x1234).unwrap();
+        let mut got = [0u8; 24];
+        io::Read::read_exact(&mut qemu, &mut got).unwrap();
+        assert_eq!(i32::from_ne_bytes(got[..4].try_into().unwrap()), CMD_RET);
+        assert_eq!(u64::from_ne_bytes(got[16..].try_into().unwrap()), 0x1234);
+    }
+
+    #[test]
+    fn ends_when_qemu_closes_the_link() {
+        let (qemu, ours) = UnixStream::pair().unwrap();
+        drop(qemu);
+        assert!(Link::new(ours).recv().unwrap().is_none());
+    }
 }

@@ -95,6 +95,10 @@ pub const PRIV_LOCKED: u32 = 0xbadf_4100;
 pub const HWCFG2_RELEASED: u32 = 1 << 10;
 /// `HWCFG2`'s RISC-V branch privilege lockdown bit.
 pub const HWCFG2_BR_PRIV_LOCKDOWN: u32 = 1 << 13;
+// Released means the lockdown bit clear, and the value unlike the locked pattern.
+const _: () = assert!(
+    HWCFG2_RELEASED & HWCFG2_BR_PRIV_LOCKDOWN == 0 && HWCFG2_RELEASED & 0xffff_ff00 != PRIV_LOCKED
+);
 /// `RISCV_CPUCTL`'s active bit.
 pub const CPUCTL_ACTIVE: u32 = 1 << 7;
 /// `RISCV_CPUCTL`'s halted bit.

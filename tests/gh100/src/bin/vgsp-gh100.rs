@@ -6,6 +6,7 @@
 //! ```text
 //! vgsp-gh100 --log FILE [--timeout SECS] [--memory MIB] [--gsp-fault NAME] -- QEMU_BINARY QEMU_ARGS...
 //! vgsp-gh100 --list-faults
+//! vgsp-gh100 --list-registers
 //! ```
 //!
 //! 1. Makes a connected Unix socket pair; QEMU inherits one end and is told of it with
@@ -138,6 +139,16 @@ fn run(args: Args) -> Result<bool, String> {
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
+            // The device ended before QEMU: it broke the link (its error, below).
+            Ok(None) if device.is_finished() => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return match device.join() {
+                    Ok(Err(e)) => Err(format!("the device's link: {e}")),
+                    Ok(Ok(())) => Err("the device ended before QEMU".into()),
+                    Err(_) => Err("the device's thread panicked".into()),
+                };
+            }
             Ok(None) if started.elapsed() > args.timeout => break None,
             Ok(None) => thread::sleep(Duration::from_millis(50)),
             Err(e) => return Err(format!("waiting for QEMU: {e}")),
@@ -169,6 +180,12 @@ fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some("--list-faults") {
         for fault in vgsp_gh100::fault::ALL {
             println!("{}\t{}", fault.name, fault.what);
+        }
+        return ExitCode::SUCCESS;
+    }
+    if std::env::args().nth(1).as_deref() == Some("--list-registers") {
+        for r in vgsp_gh100::regs::ALL {
+            println!("{:#010x}\t{}\t{}", r.offset, r.name, r.why);
         }
         return ExitCode::SUCCESS;
     }
