@@ -130,6 +130,48 @@ pub mod tests {
     }
 
     #[test]
+    fn the_gsp_journal_names_each_command_s_outcome() -> Result {
+        let mut pair = Pair::new()?;
+        pair.gsp.set_journal(true);
+        pair.cmdq.post(pair.bar.bar(), &GetGspStaticInfo::new())?;
+        pair.cmdq
+            .send_rpc(pair.bar.bar(), MsgFunction::SetRegistry, &[0u8; 4], LONG)?;
+        pair.gsp_run()?;
+        let journal = pair.gsp.take_journal();
+        assert_eq!(journal.len(), 2);
+        assert_eq!(
+            (journal[0].function, journal[0].outcome),
+            (MsgFunction::GetGspStaticInfo.into(), vgsp::Outcome::Served)
+        );
+        assert_eq!(
+            (journal[1].function, journal[1].outcome),
+            (
+                MsgFunction::SetRegistry.into(),
+                vgsp::Outcome::Refused("command length refused")
+            )
+        );
+        assert!(pair.gsp.take_journal().is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn a_withheld_reply_is_handed_over_not_sent() -> Result {
+        let mut pair = Pair::new()?;
+        pair.gsp.withhold(MsgFunction::GetGspStaticInfo.into());
+        pair.cmdq.post(pair.bar.bar(), &GetGspStaticInfo::new())?;
+        pair.gsp_run()?;
+        let withheld = pair.gsp.take_withheld().ok_or(EINVAL)?;
+        assert_eq!(withheld.function, u32::from(MsgFunction::GetGspStaticInfo));
+        assert_eq!(
+            withheld.payload.len(),
+            core::mem::size_of::<GspStaticConfigInfo>()
+        );
+        // Nothing reached `gspq`.
+        assert_eq!(pair.gsp.gsp_ptrs().0, 0);
+        Ok(())
+    }
+
+    #[test]
     fn gsp_reads_system_info_at_r570_offsets() -> Result {
         let mut pair = Pair::new()?;
         let mut raw = zeroes(0x3a0)?;
