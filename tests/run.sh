@@ -24,19 +24,21 @@
 #      the aarch64 KTAP through kunit.py;
 #   7. fuzz: each cargo-fuzz target (tests/fuzz) for ${VGSP_FUZZ_SECONDS:-20} s
 #      from the committed seed corpus (if the target has one), with nightly;
-#   8. upstream patches: every patch of upstream/ applies to Linux 7.3 and passes
-#      its checkpatch.pl --strict (`cargo xtask check-patches`; the 7.3 source is
-#      fetched from Debian once and cached, `cargo xtask linux-7.3`);
+#   8. upstream patches: the series of upstream/ applies to Linux 7.3 in order, each
+#      patch checkpatch.pl --strict and rustfmt clean and, with the kernel, each prefix
+#      building nova-core in the tree without a warning; its cover letter counts the
+#      patches and names everyone get_maintainer.pl names (`cargo xtask check-patches`;
+#      the 7.3 source is fetched from Debian once and cached, `cargo xtask linux-7.3`);
 #      then Linux 7.3's own queue, unmodified, built against the shim and run against
 #      the virtual GSP (`cargo xtask upstream`: its harness's tests; echo, hostile,
 #      bench and a bounded fuzz run, whose findings about upstream are reported, not
-#      failures; the echo must pass, pristine and with upstream/0001); with the kernel,
-#      upstream's whole driver, built by its own kernel (pristine and with upstream/0001),
+#      failures; the echo must pass, pristine and with the series of upstream/); with the kernel,
+#      upstream's whole driver, built by its own kernel (pristine and with the series of upstream/),
 #      boots an emulated GH100 under qemu-system-x86_64 whose GSP is ours, and unloads
 #      (`cargo xtask upstream boot`: `boot ok`), and the table of what it does with each
 #      hostile GSP (`--gsp-fault all`: findings, none unrecognised);
 #   9. ordering of the compiled code: our driver and GSP, and Linux 7.3's queue (pristine
-#      and with upstream/0001), built for aarch64 with the shim's trace marks, traced
+#      and with the series of upstream/), built for aarch64 with the shim's trace marks, traced
 #      under qemu-aarch64 with the project's QEMU plugin (tests/trace/plugin) and decided
 #      under Linux's DMA contract and arm64's architecture (`cargo xtask ordering-trace
 #      --mutants`, `cargo xtask upstream ordering`): ours and the patched tree without a
@@ -299,8 +301,14 @@ for t in $targets; do
 done
 pass "fuzz targets"
 
-step "upstream patches: they apply to Linux 7.3 and pass checkpatch --strict"
-VGSP_CACHE=$CACHE cargo xtask check-patches || fail "an upstream patch no longer applies or is not checkpatch-clean"
+step "upstream patches: the series applies to Linux 7.3 in order, clean and bisectable (cargo xtask check-patches)"
+# With the kernel, every prefix of the series is built in the tree too (bisectable).
+check_build=(); ((KERNEL)) || check_build=(--no-build)
+VGSP_CACHE=$CACHE cargo xtask check-patches "${check_build[@]}" >target/check-patches.log 2>&1 ||
+    { grep -v '^\[err\]' target/check-patches.log | tail -n 40; fail "the upstream series: a patch does not apply in order, is not checkpatch/rustfmt clean or does not build, or the cover letter is wrong"; }
+grep -E '^upstream (patch|patches|series)' target/check-patches.log
+grep -qE '^upstream patches: ([0-9]+) clean of \1, the cover letter right$' target/check-patches.log ||
+    fail "cargo xtask check-patches' summary is not 'N clean of N, the cover letter right'"
 pass "upstream patches"
 
 step "upstream: Linux 7.3's own queue, unmodified, against the virtual GSP (cargo xtask upstream)"
@@ -316,9 +324,9 @@ grep -v '^\[err\]' target/upstream.log
 grep -Eq '^upstream 7\.3\.[0-9]+: echo ok, hostile [0-9]+ of 24 classes mishandled, fuzz [0-9]+ execs [0-9]+ crashes$' target/upstream.log ||
     fail "cargo xtask upstream's summary line is not 'echo ok, hostile M of 24 classes mishandled, fuzz E execs C crashes'"
 # Our patch: it applies, builds into the harness, and keeps the echo.
-VGSP_CACHE=$CACHE cargo xtask upstream --patch upstream/0001-gpu-nova-core-gsp-acquire-release-pointer-accessors.patch echo \
+VGSP_CACHE=$CACHE cargo xtask upstream --series echo \
     >target/upstream-patched.log 2>&1 ||
-    { grep -v '^\[err\]' target/upstream-patched.log | tail -n 30; fail "cargo xtask upstream --patch upstream/0001-*.patch echo"; }
+    { grep -v '^\[err\]' target/upstream-patched.log | tail -n 30; fail "cargo xtask upstream --series echo"; }
 tail -n 1 target/upstream-patched.log
 pass "upstream's queue against the virtual GSP"
 
@@ -326,12 +334,12 @@ if ((KERNEL)); then
     step "boot: upstream's whole driver in its own kernel against the emulated GH100 (cargo xtask upstream boot)"
     # With our patch: the tree's own build of nova-core (CONFIG_NOVA_CORE=y, no warning),
     # booted under qemu-system-x86_64 against the emulated GH100, unbound and unloaded.
-    VGSP_CACHE=$CACHE cargo xtask upstream --patch upstream/0001-gpu-nova-core-gsp-acquire-release-pointer-accessors.patch kernel boot \
+    VGSP_CACHE=$CACHE cargo xtask upstream --series kernel boot \
         >target/upstream-boot-patched.log 2>&1 ||
-        { grep -v '^\[err\]' target/upstream-boot-patched.log | tail -n 60; fail "upstream/0001: the boot against the emulated GH100"; }
+        { grep -v '^\[err\]' target/upstream-boot-patched.log | tail -n 60; fail "the upstream series: the boot against the emulated GH100"; }
     grep -E '^boot' target/upstream-boot-patched.log
-    grep -qE '^upstream 7\.3\.[0-9]+ \+0001-[a-z0-9-]+\.patch: boot ok$' target/upstream-boot-patched.log ||
-        fail "upstream/0001's boot summary is not 'boot ok'"
+    grep -qE '^upstream 7\.3\.[0-9]+ \+series: boot ok$' target/upstream-boot-patched.log ||
+        fail "the upstream series' boot summary is not 'boot ok'"
     # Pristine, and the table of what the driver does with each hostile GSP (findings).
     VGSP_CACHE=$CACHE cargo xtask upstream boot --gsp-fault all >target/upstream-boot.log 2>&1 ||
         { grep -v '^\[err\]' target/upstream-boot.log | tail -n 60; fail "upstream 7.3: the boot against the emulated GH100"; }
@@ -367,12 +375,12 @@ for defect in \
         fail "the trace check no longer finds 7.3's defect: $defect"
 done
 # With our patch: nothing missing under either verdict.
-VGSP_CACHE=$CACHE cargo xtask upstream --patch upstream/0001-gpu-nova-core-gsp-acquire-release-pointer-accessors.patch ordering \
+VGSP_CACHE=$CACHE cargo xtask upstream --series ordering \
     >target/upstream-ordering-patched.log 2>&1 ||
-    { tail -n 30 target/upstream-ordering-patched.log; fail "cargo xtask upstream --patch upstream/0001-*.patch ordering"; }
+    { tail -n 30 target/upstream-ordering-patched.log; fail "cargo xtask upstream --series ordering"; }
 grep -E '^ordering' target/upstream-ordering-patched.log
 grep -qE '^ordering: 0 defects \(contract\), 0 defects \(arm64\), ' target/upstream-ordering-patched.log ||
-    fail "upstream/0001 leaves an ordering defect in the compiled queue"
+    fail "the upstream series leaves an ordering defect in the compiled queue"
 pass "ordering of the compiled code (arm64 traces)"
 
 if ((KERNEL)); then

@@ -10,9 +10,16 @@
 //! changed), from the mirror the system's own sources name. `VGSP_LINUX_7_3=<tree>`
 //! points everything at a tree unpacked by hand instead.
 //!
-//! `cargo xtask check-patches [--tree DIR]`: every `upstream/*.patch` must apply to the
-//! tree (`git apply --check`) and pass the tree's `scripts/checkpatch.pl --strict` with
-//! no error, warning or check. The last line is `upstream patches: N clean of N`.
+//! `cargo xtask check-patches [--tree DIR] [--no-build]`: the series in `upstream/` (its
+//! cover letter `0000-cover-letter.patch`, then the patches in order). Every patch must
+//! apply to the tree after the patches before it (`git apply`), pass the
+//! tree's `scripts/checkpatch.pl --strict` with no error, warning or check, leave
+//! nova-core clean under the tree's `rustfmt` configuration, and (without `--no-build`)
+//! leave the tree building nova-core with `CONFIG_NOVA_CORE=y` without a warning: every
+//! prefix of the series is bisectable. The cover letter must count the patches in its
+//! subject and name among its recipients everyone the tree's `scripts/get_maintainer.pl`
+//! names for the series. The last line is `upstream patches: N clean of N, the cover
+//! letter right`.
 
 use std::{
     env, fs,
@@ -233,67 +240,163 @@ pub fn linux_7_3_command(args: &[String]) -> Result<bool, String> {
     Ok(true)
 }
 
-/// `cargo xtask check-patches [--tree DIR]`.
+/// Runs the tree's `checkpatch.pl --strict` on `patch`; returns its summary line when it
+/// is not clean.
+fn checkpatch(tree: &Path, patch: &Path) -> Result<Option<String>, String> {
+    let out = Command::new("perl")
+        .arg(tree.join("scripts/checkpatch.pl"))
+        .args(["--strict", "--no-tree", "--color=never"])
+        .arg(patch)
+        .current_dir(tree)
+        .output()
+        .map_err(|e| format!("cannot run checkpatch.pl: {e}"))?;
+    let report = String::from_utf8_lossy(&out.stdout);
+    let total = report
+        .lines()
+        .find(|l| l.starts_with("total: "))
+        .unwrap_or("total: (no summary)");
+    Ok(
+        match total.starts_with("total: 0 errors, 0 warnings, 0 checks") {
+            true => None,
+            false => Some(format!("{total}\n{report}")),
+        },
+    )
+}
+
+/// Checks the cover letter against the series: its subject counts the patches, and every
+/// address the tree's `get_maintainer.pl` gives for the series is among its recipients.
+/// Returns what is wrong, if anything.
+fn check_cover_letter(
+    tree: &Path,
+    cover: &Path,
+    patches: &[PathBuf],
+) -> Result<Vec<String>, String> {
+    let text = fs::read_to_string(cover).map_err(|e| format!("{}: {e}", cover.display()))?;
+    let mut wrong = Vec::new();
+    let subject = format!("Subject: [PATCH 0/{}]", patches.len());
+    if !text.lines().any(|l| l.starts_with(&subject)) {
+        wrong.push(format!("its subject does not start with `{subject}`"));
+    }
+    let out = Command::new("perl")
+        .arg(tree.join("scripts/get_maintainer.pl"))
+        .args(["--no-git", "--no-git-fallback", "--no-rolestats"])
+        .args(patches)
+        .current_dir(tree)
+        .output()
+        .map_err(|e| format!("cannot run get_maintainer.pl: {e}"))?;
+    let headers: String = text.split("\n\n").next().unwrap_or_default().to_string();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let address = line
+            .rsplit_once('<')
+            .map_or(line, |(_, a)| a.trim_end_matches('>'));
+        if !address.is_empty() && !headers.contains(address) {
+            wrong.push(format!(
+                "get_maintainer.pl names {line}, not among its To:/Cc:"
+            ));
+        }
+    }
+    Ok(wrong)
+}
+
+/// `cargo xtask check-patches [--tree DIR] [--no-build]`.
 pub fn check_patches(args: &[String]) -> Result<bool, String> {
-    let tree = match args {
-        [] => linux_7_3()?,
-        [flag, dir] if flag == "--tree" => PathBuf::from(dir),
-        _ => return Err("usage: cargo xtask check-patches [--tree DIR]".into()),
+    let usage = "usage: cargo xtask check-patches [--tree DIR] [--no-build]";
+    let (mut tree, mut build) = (None, true);
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--tree" => tree = Some(PathBuf::from(args.next().ok_or(usage)?)),
+            "--no-build" => build = false,
+            _ => return Err(usage.into()),
+        }
+    }
+    let tree = match tree {
+        Some(tree) => {
+            fs::canonicalize(&tree).map_err(|e| format!("--tree {}: {e}", tree.display()))?
+        }
+        None => linux_7_3()?,
     };
-    let checkpatch = tree.join("scripts/checkpatch.pl");
-    if !checkpatch.is_file() {
+    if !tree.join("scripts/checkpatch.pl").is_file() {
         return Err(format!("{} has no scripts/checkpatch.pl", tree.display()));
     }
-    let mut patches: Vec<PathBuf> = fs::read_dir("upstream")
-        .map_err(|e| format!("upstream/: {e}"))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "patch"))
-        .collect();
-    patches.sort();
-    if patches.is_empty() {
-        return Err("upstream/ holds no patch".into());
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .ok_or("xtask is not inside the repository")?
+        .to_path_buf();
+    let dir = repo.join("upstream");
+    let patches = crate::upstream::series(&dir)?;
+    let cover = dir.join(crate::upstream::COVER_LETTER);
+    let cover_wrong = match cover.is_file() {
+        false => vec![format!("there is no {}", crate::upstream::COVER_LETTER)],
+        true => check_cover_letter(&tree, &cover, &patches)?,
+    };
+    for w in &cover_wrong {
+        println!("upstream series: the cover letter: {w}");
     }
     let mut clean = 0;
-    for patch in &patches {
+    for (k, patch) in patches.iter().enumerate() {
         let patch = fs::canonicalize(patch).map_err(|e| format!("{}: {e}", patch.display()))?;
-        let name = patch.file_name().and_then(|n| n.to_str()).unwrap_or("?");
-        // `git apply` works outside a repository too, as a plain patch tool.
-        let applies = run(Command::new("git")
-            .args(["apply", "--check"])
-            .arg(&patch)
-            .current_dir(&tree));
-        let out = Command::new("perl")
-            .arg(&checkpatch)
-            .args(["--strict", "--no-tree", "--color=never"])
-            .arg(&patch)
-            .current_dir(&tree)
-            .output()
-            .map_err(|e| format!("cannot run checkpatch.pl: {e}"))?;
-        let report = String::from_utf8_lossy(&out.stdout);
-        let total = report
-            .lines()
-            .find(|l| l.starts_with("total: "))
-            .unwrap_or("total: (no summary)");
-        let style_clean = total.starts_with("total: 0 errors, 0 warnings, 0 checks");
-        match (&applies, style_clean) {
-            (Ok(()), true) => {
-                clean += 1;
-                println!("upstream patch {name}: applies, checkpatch --strict clean");
-            }
-            _ => {
-                if let Err(e) = &applies {
-                    println!(
-                        "upstream patch {name}: does not apply to {}: {e}",
-                        tree.display()
-                    );
+        let name = patch
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("?")
+            .to_string();
+        // In order: on the tree with the patches before it (the first on the tree itself).
+        let prefix = &patches[..=k];
+        let scratch = crate::upstream::patched_tree(&repo, &tree, prefix);
+        let style = checkpatch(&tree, &patch)?;
+        let mut said = Vec::new();
+        if let Some(report) = &style {
+            said.push(format!("checkpatch --strict: {report}"));
+        }
+        match &scratch {
+            Err(e) => said.push(format!("does not apply after the patches before it: {e}")),
+            Ok(scratch) => {
+                let crate_root = scratch.join("drivers/gpu/nova-core/nova_core.rs");
+                let fmt = Command::new("rustfmt")
+                    .args(["--check", "--edition", "2021", "--config-path"])
+                    .arg(tree.join(".rustfmt.toml"))
+                    .arg(&crate_root)
+                    .output()
+                    .map_err(|e| format!("cannot run rustfmt: {e}"))?;
+                if !fmt.status.success() {
+                    said.push(format!(
+                        "the tree's rustfmt: {}",
+                        crate::kernel::last_lines(&String::from_utf8_lossy(&fmt.stdout), 20)
+                    ));
                 }
-                if !style_clean {
-                    println!("upstream patch {name}: checkpatch --strict: {total}\n{report}");
+                if build && said.is_empty() {
+                    let label = format!("upstream with patches 1..{} of the series", k + 1);
+                    if let Err(e) = crate::upstream::build_in_kernel(&tree, scratch, &label, false)
+                    {
+                        said.push(format!("the tree with it does not build clean: {e}"));
+                    }
                 }
             }
         }
+        if said.is_empty() {
+            clean += 1;
+            let built = if build {
+                ", builds in the tree without a warning"
+            } else {
+                ""
+            };
+            println!(
+                "upstream patch {name}: applies in order, checkpatch --strict and rustfmt clean{built}"
+            );
+        } else {
+            for s in said {
+                println!("upstream patch {name}: {s}");
+            }
+        }
     }
-    println!("upstream patches: {clean} clean of {}", patches.len());
-    Ok(clean == patches.len())
+    let letter = match cover_wrong.is_empty() {
+        true => "the cover letter right",
+        false => "the cover letter wrong",
+    };
+    println!(
+        "upstream patches: {clean} clean of {}, {letter}",
+        patches.len()
+    );
+    Ok(clean == patches.len() && cover_wrong.is_empty())
 }

@@ -5,7 +5,8 @@
 //!
 //! 1. The tree is `--tree` (any tree with `drivers/gpu/nova-core`) or the Linux 7.3 tree
 //!    the kernel tier fetches and caches ([`crate::linux::linux_7_3`]).
-//! 2. With `--patch`, the tree's `drivers/gpu/nova-core` is copied to a scratch tree
+//! 2. With `--patch` (or `--series`: every patch of `upstream/` but its cover letter, in
+//!    order), the tree's `drivers/gpu/nova-core` is copied to a scratch tree
 //!    (`target/upstream/tree`) and each patch applied there with `git apply`, in order; a
 //!    patch that does not apply is an error naming it. The tree itself is never written.
 //! 3. `tests/upstream` (crate `vgsp-upstream`, outside the workspace) is built against
@@ -86,6 +87,8 @@ struct Options {
     what: Vec<String>,
     /// The GSP faults `boot` plays, one boot each (`all`: every one).
     faults: Vec<String>,
+    /// Whether the patches are the whole series of `upstream/` (`--series`).
+    series: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -94,6 +97,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         patches: Vec::new(),
         what: Vec::new(),
         faults: Vec::new(),
+        series: false,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -102,6 +106,12 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--patch" => opts
                 .patches
                 .push(args.next().ok_or("--patch needs a file")?.into()),
+            "--series" => {
+                opts.series = true;
+                opts.patches.extend(series(
+                    &Path::new(env!("CARGO_MANIFEST_DIR")).join("../upstream"),
+                )?);
+            }
             "--gsp-fault" => opts.faults.push(
                 args.next()
                     .ok_or("--gsp-fault needs a fault's name, or all")?
@@ -112,6 +122,34 @@ fn parse(args: &[String]) -> Result<Options, String> {
         }
     }
     Ok(opts)
+}
+
+/// The name of the series' cover letter in `upstream/`, which is no patch to apply.
+pub(crate) const COVER_LETTER: &str = "0000-cover-letter.patch";
+
+/// Returns the patches of the series in `dir` (`upstream/`), in order: every
+/// `NNNN-*.patch` but the cover letter.
+///
+/// # Errors
+///
+/// `dir` cannot be read, or holds no patch.
+pub(crate) fn series(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut patches: Vec<PathBuf> = fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name.ends_with(".patch")
+                && name.as_bytes().first().is_some_and(u8::is_ascii_digit)
+                && name != COVER_LETTER
+        })
+        .collect();
+    patches.sort();
+    if patches.is_empty() {
+        return Err(format!("{} holds no patch", dir.display()));
+    }
+    Ok(patches)
 }
 
 /// Copies the directory `from` to `to`, recursively (files and directories only).
@@ -131,7 +169,11 @@ fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
 
 /// Makes the scratch tree: the tree's nova-core and `Makefile` (its version), with the
 /// patches applied. Returns its root.
-fn patched_tree(repo: &Path, tree: &Path, patches: &[PathBuf]) -> Result<PathBuf, String> {
+pub(crate) fn patched_tree(
+    repo: &Path,
+    tree: &Path,
+    patches: &[PathBuf],
+) -> Result<PathBuf, String> {
     let scratch = repo.join("target/upstream/tree");
     if scratch.exists() {
         fs::remove_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
@@ -253,7 +295,7 @@ fn build(repo: &Path, tree: &Path) -> Result<PathBuf, Vec<String>> {
 /// `cargo xtask upstream [--tree DIR] [--patch FILE]... [WHAT...]`.
 pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
     let opts = parse(args).map_err(|e| {
-        format!("{e}\nusage: cargo xtask upstream [--tree DIR] [--patch FILE]... [--gsp-fault NAME|all]... [WHAT...]")
+        format!("{e}\nusage: cargo xtask upstream [--tree DIR] [--patch FILE|--series]... [--gsp-fault NAME|all]... [WHAT...]")
     })?;
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -278,9 +320,13 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
         false => patched_tree(&repo, &tree, &opts.patches)?,
     };
     let mut name = format!("upstream {version}");
-    for patch in &opts.patches {
-        let file = patch.file_name().map(|f| f.to_string_lossy().into_owned());
-        name += &format!(" +{}", file.unwrap_or_default());
+    if opts.series {
+        name += " +series";
+    } else {
+        for patch in &opts.patches {
+            let file = patch.file_name().map(|f| f.to_string_lossy().into_owned());
+            name += &format!(" +{}", file.unwrap_or_default());
+        }
     }
     let fuzz = opts.what.is_empty() || opts.what.iter().any(|w| w == "fuzz");
     let kernel = opts.what.iter().any(|w| w == "kernel");
@@ -542,7 +588,7 @@ fn fuzz_receive(repo: &Path, tree: &Path) -> Result<(u64, u64), String> {
 /// The source is a tree of hard links to `pristine` whose `drivers/gpu/nova-core` is
 /// `built_from`'s; its build directory is a cache directory of its own, kept warm between
 /// runs, and the 7.3 build lock is held throughout.
-fn build_in_kernel(
+pub(crate) fn build_in_kernel(
     pristine: &Path,
     built_from: &Path,
     name: &str,
@@ -632,7 +678,7 @@ fn build_in_kernel(
 
 /// What [`build_in_kernel`] built: the emulated GPU's tools, and the kernel's image when
 /// asked for.
-struct Built {
+pub(crate) struct Built {
     tools: boot::Tools,
     image: Option<PathBuf>,
 }
