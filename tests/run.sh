@@ -328,6 +328,18 @@ VGSP_CACHE=$CACHE cargo xtask upstream --series echo \
     >target/upstream-patched.log 2>&1 ||
     { grep -v '^\[err\]' target/upstream-patched.log | tail -n 30; fail "cargo xtask upstream --series echo"; }
 tail -n 1 target/upstream-patched.log
+# The tree's receive over a recorded gspq image prints the lines ours prints (`ok …`,
+# `err …`, `end rptr=…`); what each makes of it is compared, not required equal.
+cargo run -q --release -p vgsp-host --bin vgsp-tool -- record-gspq target/recorded.gspq ||
+    fail "vgsp-tool record-gspq"
+cargo run -q --release -p vgsp-host --bin vgsp-tool -- replay-gspq target/recorded.gspq >target/replay-ours.txt ||
+    fail "vgsp-tool replay-gspq"
+VGSP_CACHE=$CACHE cargo xtask upstream --series replay target/recorded.gspq >target/replay-upstream.txt 2>target/replay-upstream.log ||
+    { tail -n 20 target/replay-upstream.log; fail "cargo xtask upstream --series replay"; }
+grep -qvE '^(ok seq=[0-9]+ function=[0-9]+ len=[0-9]+ elems=[0-9]+|err E[A-Z0-9]+ .+|end rptr=[0-9]+)$' target/replay-upstream.txt &&
+    fail "cargo xtask upstream replay printed a line vgsp-tool replay-gspq would not: $(cat target/replay-upstream.txt)"
+tail -n 1 target/replay-upstream.txt | grep -qE '^end rptr=[0-9]+$' || fail "cargo xtask upstream replay ended without its end line"
+paste -d '|' target/replay-ours.txt target/replay-upstream.txt | sed 's/^/  replay (ours|the series): /'
 pass "upstream's queue against the virtual GSP"
 
 if ((KERNEL)); then

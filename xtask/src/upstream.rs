@@ -33,6 +33,8 @@
 //!    `--gsp-fault NAME` (repeatable, or `all`), one more boot per fault, the GSP
 //!    misbehaving as named, and one `gsp-fault NAME: …` row of what the driver did:
 //!    findings, not failures.
+//! 8. `replay IMAGE [--rptr N]` (alone): the tree's receive over a `gspq` image, printing
+//!    exactly the lines `vgsp-tool replay-gspq` prints for ours.
 //!
 //! The exit status is 0 when the command worked, findings or not; 1 when the echo check
 //! or the boot failed; 2 when the command could not run (no tree, a patch that does not apply, a
@@ -89,6 +91,8 @@ struct Options {
     faults: Vec<String>,
     /// Whether the patches are the whole series of `upstream/` (`--series`).
     series: bool,
+    /// `replay IMAGE [--rptr N]`: the image and its options.
+    replay: Option<Vec<String>>,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -98,6 +102,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         what: Vec::new(),
         faults: Vec::new(),
         series: false,
+        replay: None,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -118,6 +123,16 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     .clone(),
             ),
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
+            "replay" => {
+                let image = args.next().ok_or("replay needs a gspq image")?;
+                let mut replay = vec![image.clone()];
+                if args.as_slice().first().is_some_and(|a| a == "--rptr") {
+                    replay.push("--rptr".into());
+                    args.next();
+                    replay.push(args.next().ok_or("--rptr needs a slot number")?.clone());
+                }
+                opts.replay = Some(replay);
+            }
             what => opts.what.push(what.to_string()),
         }
     }
@@ -295,7 +310,7 @@ fn build(repo: &Path, tree: &Path) -> Result<PathBuf, Vec<String>> {
 /// `cargo xtask upstream [--tree DIR] [--patch FILE]... [WHAT...]`.
 pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
     let opts = parse(args).map_err(|e| {
-        format!("{e}\nusage: cargo xtask upstream [--tree DIR] [--patch FILE|--series]... [--gsp-fault NAME|all]... [WHAT...]")
+        format!("{e}\nusage: cargo xtask upstream [--tree DIR] [--patch FILE|--series]... [--gsp-fault NAME|all]... [WHAT...|replay IMAGE [--rptr N]]")
     })?;
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -327,6 +342,12 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
             let file = patch.file_name().map(|f| f.to_string_lossy().into_owned());
             name += &format!(" +{}", file.unwrap_or_default());
         }
+    }
+    if let Some(replay) = &opts.replay {
+        if !opts.what.is_empty() {
+            return Err("replay runs alone: leave the other checks out".into());
+        }
+        return replay_image(&repo, &built_from, &name, replay);
     }
     let fuzz = opts.what.is_empty() || opts.what.iter().any(|w| w == "fuzz");
     let kernel = opts.what.iter().any(|w| w == "kernel");
@@ -498,6 +519,29 @@ fn boot_gh100(repo: &Path, tools: &boot::Tools, image: &Path, name: &str) -> Res
     }
     println!("boot: the console: {}", dir.join("boot.log").display());
     Ok(false)
+}
+
+/// Runs the tree's receive over a `gspq` image (`replay IMAGE [--rptr N]`) and prints
+/// the lines `vgsp-tool replay-gspq` prints for ours, nothing else on standard output.
+fn replay_image(repo: &Path, tree: &Path, name: &str, args: &[String]) -> Result<bool, String> {
+    eprintln!("xtask: upstream: building {name}'s nova-core queue against the shim");
+    let binary = build(repo, tree).map_err(|errors| {
+        format!(
+            "{name}: the queue does not build with the project's adapters:\n{}",
+            errors.join("\n")
+        )
+    })?;
+    let out = Command::new(binary)
+        .arg("replay")
+        .args(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run the harness: {e}"))?;
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+    match out.status.success() {
+        true => Ok(true),
+        false => Err(format!("the replay could not run ({})", out.status)),
+    }
 }
 
 /// How many inputs the fuzz check runs by default (`VGSP_UPSTREAM_FUZZ_RUNS` to change).

@@ -208,3 +208,24 @@ fn write_fuzz_seeds() {
     }
     std::fs::write(dir.join("lines-and-edits"), seed).unwrap();
 }
+
+/// `record-gspq` writes the image `replay-gspq` (and `cargo xtask upstream replay`) read:
+/// the four messages of `recorded()`, the echo reply reassembled.
+#[test]
+fn a_recorded_image_replays_message_by_message() {
+    let dir = std::env::temp_dir().join(format!("vgsp-record-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("recorded.gspq");
+    let status = common::binary(env!("CARGO_BIN_EXE_vgsp-tool"))
+        .arg("record-gspq")
+        .arg(&file)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let region = std::fs::read(&file).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(region, recorded());
+    let (code, out, _) = replay(&region, &[]);
+    assert_eq!(code, Some(0));
+    assert_eq!(out.lines().count(), 5, "{out}");
+}

@@ -482,7 +482,8 @@ const CLASSES: &[Class] = &[
     },
     Class {
         name: "full head followed by another function",
-        table: "the head ends its message (EIO: longer than a GSP_INIT_DONE), the other received next",
+        table:
+            "the head ends its message (EIO: longer than a GSP_INIT_DONE), the other received next",
         setup: |ring, _| {
             post_split_head(ring)?;
             let intruder = ring.element(OurFunction::GspRmControl.into(), 0, &VALID)?;
@@ -504,7 +505,8 @@ const CLASSES: &[Class] = &[
         setup: |ring, _| {
             let chunk = post_split_head(ring)?;
             for len in [10, 20] {
-                let cont = ring.element(OurFunction::ContinuationRecord.into(), 5, &chunk[..len])?;
+                let cont =
+                    ring.element(OurFunction::ContinuationRecord.into(), 5, &chunk[..len])?;
                 ring.post(&cont, 1)?;
             }
             Ok(())

@@ -9,7 +9,8 @@
 //! What those files need from `crate::` beyond each other comes from our adapters
 //! (`src/adapters/`), each standing in for one upstream module with only what the files
 //! use. Ours besides: [`bench`], the machine the queue runs on, [`checks`] (`echo`),
-//! [`hostile`] and [`fuzz`] (the cargo-fuzz target's body).
+//! [`hostile`], [`fuzz`] (the cargo-fuzz target's body) and [`replay`] (the tree's receive
+//! over a `gspq` image).
 
 #![no_std]
 // `pinned-init`'s `init!` munches one field per recursion step (7.3's is a proc macro):
@@ -41,5 +42,6 @@ pub mod checks;
 pub mod fuzz;
 pub mod hostile;
 pub mod perf;
+pub mod replay;
 #[cfg(test)]
 mod smoke;

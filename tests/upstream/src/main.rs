@@ -4,6 +4,9 @@
 //! was built from (`cargo xtask upstream` builds and runs it), one section each, a
 //! `finding:` line per finding, the summary line last.
 //!
+//! `vgsp-upstream replay IMAGE [--rptr N]`: the tree's receive over a `gspq` image, the
+//! lines `vgsp-tool replay-gspq` prints for ours ([`vgsp_upstream::replay`]).
+//!
 //! Exit status: 0 when every check ran and the echo matched; 1 when the echo (or the
 //! ordering workload's) failed;
 //! 2 when a check could not run or `WHAT` names none this harness has.
@@ -13,7 +16,8 @@ use std::process::ExitCode;
 use vgsp_upstream::{
     checks,
     hostile,
-    perf, //
+    perf,
+    replay, //
 };
 
 /// The checks, in the order they run when none is named.
@@ -23,8 +27,41 @@ const CHECKS: &[&str] = &["echo", "hostile", "bench"];
 /// traces under `qemu-aarch64` (a binary built with the shim's `trace` feature).
 const NAMED_ONLY: &[&str] = &["ordering"];
 
+/// `replay IMAGE [--rptr N]`.
+fn replay_command(args: &[String]) -> ExitCode {
+    let usage = "usage: vgsp-upstream replay IMAGE [--rptr N]";
+    let (image, rptr) = match args {
+        [image] => (image, Some(0)),
+        [image, flag, n] if flag == "--rptr" => (image, n.parse::<u32>().ok()),
+        _ => (&String::new(), None),
+    };
+    let Some(rptr) = rptr.filter(|_| !image.is_empty()) else {
+        eprintln!("vgsp-upstream: {usage}");
+        return ExitCode::from(2);
+    };
+    let lines = std::fs::read(image)
+        .map_err(|e| format!("cannot read {image}: {e}"))
+        .and_then(|bytes| replay::replay(&bytes, rptr));
+    match lines {
+        Ok(lines) => {
+            for line in lines {
+                println!("{line}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("vgsp-upstream: replay: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(("replay", rest)) = all.split_first().map(|(c, r)| (c.as_str(), r)) {
+        return replay_command(rest);
+    }
+    let mut args = all.into_iter();
     let mut name = String::from("upstream");
     let mut what = Vec::new();
     while let Some(arg) = args.next() {

@@ -15,6 +15,12 @@
 //!
 //! then `end rptr=<n>`. Exit status 0 for any content; 2 with a message for an
 //! unreadable file, a wrong size or a bad argument.
+//!
+//! `vgsp-tool record-gspq FILE`: writes such a region as the virtual GSP leaves it after
+//! two log lines, the reply to a 100 KiB echo (a head and its continuation records, as
+//! r570 firmware splits) and a third log line, none consumed: an image to replay with this
+//! tool and with `cargo xtask upstream replay`, which prints the same lines for a kernel
+//! tree's receive.
 
 use std::process::ExitCode;
 
@@ -25,18 +31,44 @@ use kernel::{
 };
 use nova_core::gsp::{
     cmdq::Cmdq,
+    commands::Echo,
     fw::{
         GSPQ_OFFSET,
         MSGQ_NUM_PAGES,
         MSGQ_WRITE_PTR_OFFSET, //
     },
 };
+use vgsp_kunit::fixture::Pair;
 
 /// The size of a `gspq` region.
 const GSPQ_BYTES: usize = 0x40000;
 
 fn usage() -> String {
-    "usage: vgsp-tool replay-gspq FILE [--rptr N]".into()
+    "usage: vgsp-tool replay-gspq FILE [--rptr N] | record-gspq FILE".into()
+}
+
+/// `record-gspq FILE`.
+fn record(args: &[String]) -> Result<Vec<String>, String> {
+    let [file] = args else {
+        return Err(usage());
+    };
+    let gsp = |e: Error| format!("the virtual GSP: {e:?}");
+    let mut pair = Pair::new().map_err(gsp)?;
+    pair.gsp.log(b"first").map_err(gsp)?;
+    pair.gsp.log(b"second").map_err(gsp)?;
+    let payload = Pair::pattern(100 << 10, 9).map_err(gsp)?;
+    pair.cmdq
+        .post(pair.bar.bar(), &Echo(&payload))
+        .map_err(gsp)?;
+    pair.gsp_run().map_err(gsp)?;
+    pair.gsp.log(b"third").map_err(gsp)?;
+    pair.gsp_run().map_err(gsp)?;
+    let mut region = vec![0u8; GSPQ_BYTES];
+    pair.view()
+        .read_bytes(GSPQ_OFFSET, &mut region)
+        .map_err(gsp)?;
+    std::fs::write(file, &region).map_err(|e| format!("cannot write {file}: {e}"))?;
+    Ok(Vec::new())
 }
 
 fn replay(args: &[String]) -> Result<Vec<String>, String> {
@@ -106,6 +138,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.split_first() {
         Some((cmd, rest)) if cmd == "replay-gspq" => replay(rest),
+        Some((cmd, rest)) if cmd == "record-gspq" => record(rest),
         _ => Err(usage()),
     };
     match result {
