@@ -366,7 +366,7 @@ pub fn check_patches(args: &[String]) -> Result<bool, String> {
                     ));
                 }
                 if build && said.is_empty() {
-                    let label = format!("upstream with patches 1..{} of the series", k + 1);
+                    let label = format!("upstream with the series up to patch {}", k + 1);
                     if let Err(e) = crate::upstream::build_in_kernel(&tree, scratch, &label, false)
                     {
                         said.push(format!("the tree with it does not build clean: {e}"));
