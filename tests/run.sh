@@ -324,10 +324,12 @@ grep -v '^\[err\]' target/upstream.log
 grep -Eq '^upstream 7\.3\.[0-9]+: echo ok, hostile [0-9]+ of 24 classes mishandled, fuzz [0-9]+ execs [0-9]+ crashes$' target/upstream.log ||
     fail "cargo xtask upstream's summary line is not 'echo ok, hostile M of 24 classes mishandled, fuzz E execs C crashes'"
 # Our patch: it applies, builds into the harness, and keeps the echo.
-VGSP_CACHE=$CACHE cargo xtask upstream --series echo \
+VGSP_CACHE=$CACHE cargo xtask upstream --series echo hostile \
     >target/upstream-patched.log 2>&1 ||
-    { grep -v '^\[err\]' target/upstream-patched.log | tail -n 30; fail "cargo xtask upstream --series echo"; }
+    { grep -v '^\[err\]' target/upstream-patched.log | tail -n 30; fail "cargo xtask upstream --series echo hostile"; }
 tail -n 1 target/upstream-patched.log
+grep -qE '^upstream 7\.3\.[0-9]+ \+series: echo ok, hostile [0-9]+ of 24 classes mishandled$' target/upstream-patched.log ||
+    fail "the series' summary line is not 'echo ok, hostile M of 24 classes mishandled'"
 # The tree's receive over a recorded gspq image prints the lines ours prints (`ok …`,
 # `err …`, `end rptr=…`); what each makes of it is compared, not required equal.
 cargo run -q --release -p vgsp-host --bin vgsp-tool -- record-gspq target/recorded.gspq ||
@@ -346,12 +348,12 @@ if ((KERNEL)); then
     step "boot: upstream's whole driver in its own kernel against the emulated GH100 (cargo xtask upstream boot)"
     # With our patch: the tree's own build of nova-core (CONFIG_NOVA_CORE=y, no warning),
     # booted under qemu-system-x86_64 against the emulated GH100, unbound and unloaded.
-    VGSP_CACHE=$CACHE cargo xtask upstream --series kernel boot \
+    VGSP_CACHE=$CACHE cargo xtask upstream --series kernel boot --gsp-fault all \
         >target/upstream-boot-patched.log 2>&1 ||
         { grep -v '^\[err\]' target/upstream-boot-patched.log | tail -n 60; fail "the upstream series: the boot against the emulated GH100"; }
-    grep -E '^boot' target/upstream-boot-patched.log
-    grep -qE '^upstream 7\.3\.[0-9]+ \+series: boot ok$' target/upstream-boot-patched.log ||
-        fail "the upstream series' boot summary is not 'boot ok'"
+    grep -E '^(boot|gsp-fault)' target/upstream-boot-patched.log
+    grep -qE '^upstream 7\.3\.[0-9]+ \+series: boot ok, gsp-fault [1-9][0-9]* run, [0-9]+ accepted$' target/upstream-boot-patched.log ||
+        fail "the upstream series' boot summary is not 'boot ok, gsp-fault N run, A accepted'"
     # Pristine, and the table of what the driver does with each hostile GSP (findings).
     VGSP_CACHE=$CACHE cargo xtask upstream boot --gsp-fault all >target/upstream-boot.log 2>&1 ||
         { grep -v '^\[err\]' target/upstream-boot.log | tail -n 60; fail "upstream 7.3: the boot against the emulated GH100"; }
