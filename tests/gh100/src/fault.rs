@@ -50,6 +50,7 @@ enum Kind {
     Header(Edit),
     PointerOutOfRange,
     EventFlood,
+    Chatty,
     InitDoneNever,
 }
 
@@ -70,6 +71,8 @@ enum Edit {
 pub const LATE: Duration = Duration::from_secs(7);
 /// How many log lines the flood sends before the reply.
 pub const FLOOD: usize = 2000;
+/// How often the chatty GSP sends a log line, the reply never.
+pub const CHATTER: Duration = Duration::from_millis(500);
 /// The hostile write pointer: a slot number past the ring's last (the ring's slots are
 /// numbered 0 to `MSGQ_NUM_PAGES - 1`).
 pub const OUT_OF_RANGE: u32 = fw::MSGQ_NUM_PAGES + 1;
@@ -102,6 +105,7 @@ faults! {
     "sequence-jump" => Kind::Header(Edit::SequenceJump), "the reply's element sequence number skips 5";
     "pointer-out-of-range" => Kind::PointerOutOfRange, "the GSP's write pointer is published past the ring's end instead of the reply";
     "event-flood" => Kind::EventFlood, "2000 log events before the reply";
+    "chatty" => Kind::Chatty, "a log event every 0.5 s, the reply never: a caller that restarts its timeout at each waits forever";
     "init-done-never" => Kind::InitDoneNever, "GSP_INIT_DONE is never sent";
 }
 
@@ -134,6 +138,8 @@ pub struct Play {
     due: Option<(Instant, Withheld)>,
     /// Whether the flood (of [`Kind::EventFlood`]) is queued.
     flooded: bool,
+    /// When the chatty GSP last spoke.
+    chatted: Option<Instant>,
     done: bool,
 }
 
@@ -230,6 +236,7 @@ impl Play {
             fault,
             due: None,
             flooded: false,
+            chatted: None,
             done: false,
         }
     }
@@ -240,7 +247,7 @@ impl Play {
         let name = self.fault.name;
         let whole = |result| element(seq, w.function, w.sequence, result, &w.payload);
         match self.fault.kind {
-            Kind::NeverSent | Kind::InitDoneNever => (
+            Kind::NeverSent | Kind::InitDoneNever | Kind::Chatty => (
                 Vec::new(),
                 format!(
                     "fault {name}: {} kept back, never sent",
@@ -348,6 +355,17 @@ impl Play {
                 "fault {name}: {FLOOD} log events queued before the reply"
             )));
         }
+        if self.fault.kind == Kind::Chatty {
+            let first = self.chatted.is_none();
+            if self.chatted.is_none_or(|at| at.elapsed() >= CHATTER) {
+                self.chatted = Some(Instant::now());
+                gsp.log(b"vgsp: still busy")
+                    .map_err(|e| format!("{name}: queueing a line: {e:?}"))?;
+            }
+            return Ok(first.then(|| {
+                format!("fault {name}: the reply kept back, a log line every {CHATTER:?}")
+            }));
+        }
         let Some((when, w)) = &self.due else {
             return Ok(None);
         };
@@ -416,6 +434,7 @@ mod tests {
             fault: Fault::named("bad-checksum").unwrap(),
             due: None,
             flooded: false,
+            chatted: None,
             done: false,
         };
         let (els, _) = play.elements(&w, 3);
@@ -446,6 +465,7 @@ mod tests {
             fault: Fault::named("reply-split").unwrap(),
             due: None,
             flooded: false,
+            chatted: None,
             done: false,
         };
         let (els, _) = play.elements(&w, 3);
