@@ -324,12 +324,12 @@ grep -v '^\[err\]' target/upstream.log
 grep -Eq '^upstream 7\.3\.[0-9]+: echo ok, hostile [0-9]+ of 24 classes mishandled, fuzz [0-9]+ execs [0-9]+ crashes$' target/upstream.log ||
     fail "cargo xtask upstream's summary line is not 'echo ok, hostile M of 24 classes mishandled, fuzz E execs C crashes'"
 # Our patch: it applies, builds into the harness, and keeps the echo.
-VGSP_CACHE=$CACHE cargo xtask upstream --series echo hostile \
+VGSP_CACHE=$CACHE cargo xtask upstream --series echo hostile fuzz \
     >target/upstream-patched.log 2>&1 ||
-    { grep -v '^\[err\]' target/upstream-patched.log | tail -n 30; fail "cargo xtask upstream --series echo hostile"; }
+    { grep -v '^\[err\]' target/upstream-patched.log | tail -n 30; fail "cargo xtask upstream --series echo hostile fuzz"; }
 tail -n 1 target/upstream-patched.log
-grep -qE '^upstream 7\.3\.[0-9]+ \+series: echo ok, hostile [0-9]+ of 24 classes mishandled$' target/upstream-patched.log ||
-    fail "the series' summary line is not 'echo ok, hostile M of 24 classes mishandled'"
+grep -qE '^upstream 7\.3\.[0-9]+ \+series: echo ok, hostile [0-9]+ of 24 classes mishandled, fuzz [0-9]+ execs 0 crashes$' target/upstream-patched.log ||
+    fail "the series' summary line is not 'echo ok, hostile M of 24 classes mishandled, fuzz E execs 0 crashes'"
 # The tree's receive over a recorded gspq image prints the lines ours prints (`ok …`,
 # `err …`, `end rptr=…`); what each makes of it is compared, not required equal.
 cargo run -q --release -p vgsp-host --bin vgsp-tool -- record-gspq target/recorded.gspq ||
