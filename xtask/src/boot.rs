@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `cargo xtask upstream [--tree DIR] [--patch FILE]... boot`: the tree's nova-core,
+//! `cargo xtask upstream [--tree DIR] [--patch FILE|--series]... boot`: the tree's nova-core,
 //! built into the tree's own kernel, boots an emulated GH100 (`tests/gh100`) under
 //! `qemu-system-x86_64`, the GSP being ours.
 //!
