@@ -330,6 +330,16 @@ VGSP_CACHE=$CACHE cargo xtask upstream --series echo hostile fuzz \
 tail -n 1 target/upstream-patched.log
 grep -qE '^upstream 7\.3\.[0-9]+ \+series: echo ok, hostile [0-9]+ of 24 classes mishandled, fuzz [0-9]+ execs 0 crashes$' target/upstream-patched.log ||
     fail "the series' summary line is not 'echo ok, hostile M of 24 classes mishandled, fuzz E execs 0 crashes'"
+# With the series, the only rows mishandled are the two its cover letter leaves as they are
+# (a message handed over whole as the GSP sent it, longer than its type), and every split
+# reply reaches the caller whole.
+left=$(grep -E '^finding: hostile: .*: upstream ' target/upstream-patched.log |
+    grep -vE '^finding: hostile: (full head followed by another function|continuation record after its message ended): upstream Ok with wrong bytes' || true)
+[[ -z $left ]] || fail "the series mishandles a hostile row its cover letter does not name: $left"
+grep -qE '^echo: +[0-9]+ B reply, split into continuation records: ok$' target/upstream-patched.log ||
+    fail "with the series, no split reply was echoed"
+grep -E '^echo: +[0-9]+ B reply, split into continuation records: ' target/upstream-patched.log |
+    grep -vqE ': ok$' && fail "with the series, a split reply did not reach the caller whole"
 # The tree's receive over a recorded gspq image prints the lines ours prints (`ok …`,
 # `err …`, `end rptr=…`); what each makes of it is compared, not required equal.
 cargo run -q --release -p vgsp-host --bin vgsp-tool -- record-gspq target/recorded.gspq ||

@@ -273,7 +273,13 @@ fn check_cover_letter(
 ) -> Result<Vec<String>, String> {
     let text = fs::read_to_string(cover).map_err(|e| format!("{}: {e}", cover.display()))?;
     let mut wrong = Vec::new();
-    let subject = format!("Subject: [PATCH 0/{}]", patches.len());
+    // As `git format-patch` numbers them: zero-padded to the width of the count.
+    let count = patches.len();
+    let subject = format!(
+        "Subject: [PATCH {:0width$}/{count}]",
+        0,
+        width = count.to_string().len()
+    );
     if !text.lines().any(|l| l.starts_with(&subject)) {
         wrong.push(format!("its subject does not start with `{subject}`"));
     }
