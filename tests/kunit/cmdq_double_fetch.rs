@@ -28,6 +28,7 @@ pub mod tests {
         },
         prelude::*,
     };
+    use nova_core::gsp::fault::Fault;
     use nova_core::gsp::fw::{
         self,
         GspMem,
@@ -148,13 +149,13 @@ pub mod tests {
     /// change it to one carrying `replacement` (sealed anew) just before the driver's
     /// first copy out of the ring, then on a fresh pair before its second, and so on
     /// until the receive makes no more copies. Checks every time that the caller gets
-    /// the bytes the driver checked or a refusal for `reason`, never a mix, and that the
+    /// the bytes the driver checked or a refusal for `fault`, never a mix, and that the
     /// next valid message arrives; returns what each receive gave.
     fn rewrite_before_each_read(
         fill: u32,
         original: &[u8],
         replacement: &[u8],
-        reason: &str,
+        fault: Fault,
     ) -> Result<KVec<Outcome>> {
         let mut outcomes = KVec::new();
         let mut at = 0;
@@ -211,7 +212,7 @@ pub mod tests {
                 }
                 Err(e) => {
                     check!(e == EIO)?;
-                    check!(pair.cmdq.last_fault() == Some(reason))?;
+                    check!(pair.cmdq.last_fault() == Some(fault))?;
                     Outcome::Refused
                 }
             };
@@ -223,8 +224,12 @@ pub mod tests {
 
     #[test]
     fn a_payload_changed_between_header_and_payload_reads_is_refused() -> Result {
-        let outcomes =
-            rewrite_before_each_read(0, b"validated bytes", b"SCRIBBLED bytes", "bad checksum")?;
+        let outcomes = rewrite_before_each_read(
+            0,
+            b"validated bytes",
+            b"SCRIBBLED bytes",
+            Fault::BadChecksum,
+        )?;
         // Copied before the header: the new element, valid. Before the payload: the new
         // payload does not match the checksum of the header already copied.
         assert_eq!(outcomes[..], [Outcome::Replaced, Outcome::Refused]);
@@ -238,7 +243,7 @@ pub mod tests {
             0,
             b"validated bytes",
             b"validated bytes, and then some",
-            "bad checksum",
+            Fault::BadChecksum,
         )?;
         // Before the payload copy: the driver copies only the length of the header it
         // checked, and those bytes did not change.
@@ -252,7 +257,7 @@ pub mod tests {
         // copied in two pieces.
         let original = Pair::pattern(GSP_PAGE_SIZE, 1)?;
         let replacement = Pair::pattern(GSP_PAGE_SIZE, 2)?;
-        let outcomes = rewrite_before_each_read(62, &original, &replacement, "bad checksum")?;
+        let outcomes = rewrite_before_each_read(62, &original, &replacement, Fault::BadChecksum)?;
         assert_eq!(
             outcomes[..],
             [Outcome::Replaced, Outcome::Refused, Outcome::Refused]

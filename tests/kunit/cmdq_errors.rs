@@ -16,6 +16,10 @@ pub mod tests {
             Echo,
             GspInitDone, //
         },
+        fault::{
+            Fault,
+            Origin, //
+        },
         fw::{
             self,
             GspMsgElement,
@@ -25,7 +29,7 @@ pub mod tests {
             MAX_RPC_PAYLOAD,
             MSGQ_READ_PTR_OFFSET,
             MSGQ_WRITE_PTR_OFFSET,
-            RPC_LENGTH_BEYOND_ELEMENT, //
+            //
         },
     };
     use zerocopy::{
@@ -67,11 +71,11 @@ pub mod tests {
         Ok(())
     }
 
-    /// Receives within `timeout` and checks the receive fails with `err` and names
-    /// `reason` as its fault.
-    fn expect_refused(pair: &mut Pair, timeout: Delta, err: Error, reason: &str) -> Result {
-        check!(pair.cmdq.receive_any(timeout).err() == Some(err))?;
-        check!(pair.cmdq.last_fault() == Some(reason))?;
+    /// Receives within `timeout` and checks the receive fails with `fault`'s errno and
+    /// names `fault`.
+    fn expect_refused(pair: &mut Pair, timeout: Delta, fault: Fault) -> Result {
+        check!(pair.cmdq.receive_any(timeout).err() == Some(fault.errno()))?;
+        check!(pair.cmdq.last_fault() == Some(fault))?;
         Ok(())
     }
 
@@ -96,11 +100,11 @@ pub mod tests {
         gsp.post_raw(&el, fw::elem_count_for(chunk.len()))
     }
 
-    /// Posts `el` in `slots` slots, expects `EIO` for `reason` with every published slot
-    /// consumed, then a valid message.
-    fn expect_rejected(pair: &mut Pair, el: &[u8], slots: u32, reason: &str) -> Result {
+    /// Posts `el` in `slots` slots, expects `fault` with every published slot consumed,
+    /// then a valid message.
+    fn expect_rejected(pair: &mut Pair, el: &[u8], slots: u32, fault: Fault) -> Result {
         pair.gsp.post_raw(el, slots)?;
-        expect_refused(pair, LONG, EIO, reason)?;
+        expect_refused(pair, LONG, fault)?;
         let (_, rptr) = pair.cmdq.cpu_ptrs();
         check!(rptr == pair.gsp.gsp_ptrs().0)?;
         next_valid_arrives(pair)
@@ -111,7 +115,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let mut el = log_element(&pair, b"corrupt me")?;
         el[85] ^= 0x40;
-        expect_rejected(&mut pair, &el, 1, "bad checksum")
+        expect_rejected(&mut pair, &el, 1, Fault::BadChecksum)
     }
 
     #[test]
@@ -121,7 +125,7 @@ pub mod tests {
         edit(&mut el, 1, |h| {
             h.rpc.signature = u32::from_le_bytes(*b"NOPE")
         });
-        expect_rejected(&mut pair, &el, 1, "bad RPC signature")
+        expect_rejected(&mut pair, &el, 1, Fault::BadSignature)
     }
 
     #[test]
@@ -129,7 +133,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let mut el = log_element(&pair, b"x")?;
         edit(&mut el, 1, |h| h.rpc.header_version = 0x0200_0000);
-        expect_rejected(&mut pair, &el, 1, "unsupported RPC header version")
+        expect_rejected(&mut pair, &el, 1, Fault::UnsupportedHeaderVersion)
     }
 
     #[test]
@@ -137,7 +141,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let mut el = log_element(&pair, b"x")?;
         edit(&mut el, 1, |h| h.elem_count = 0);
-        expect_rejected(&mut pair, &el, 1, "element count 0")
+        expect_rejected(&mut pair, &el, 1, Fault::ElementCountZero)
     }
 
     #[test]
@@ -145,7 +149,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let mut el = log_element(&pair, b"x")?;
         edit(&mut el, 1, |h| h.elem_count = 17);
-        expect_rejected(&mut pair, &el, 20, "element count above 16")
+        expect_rejected(&mut pair, &el, 20, Fault::ElementCountAbove16)
     }
 
     #[test]
@@ -153,12 +157,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let mut el = log_element(&pair, b"x")?;
         edit(&mut el, 1, |h| h.elem_count = 3);
-        expect_rejected(
-            &mut pair,
-            &el,
-            2,
-            "element count beyond the published slots",
-        )
+        expect_rejected(&mut pair, &el, 2, Fault::ElementCountBeyondPublished)
     }
 
     #[test]
@@ -166,7 +165,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let mut el = log_element(&pair, b"x")?;
         edit(&mut el, 1, |h| h.rpc.length = 31);
-        expect_rejected(&mut pair, &el, 1, "RPC length below the RPC header")
+        expect_rejected(&mut pair, &el, 1, Fault::LengthBelowHeader)
     }
 
     #[test]
@@ -174,12 +173,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let mut el = log_element(&pair, b"short payload")?;
         edit(&mut el, 13, |h| h.rpc.length = 32 + 5000);
-        expect_rejected(
-            &mut pair,
-            &el,
-            1,
-            "RPC length inconsistent with the element count",
-        )
+        expect_rejected(&mut pair, &el, 1, Fault::LengthInconsistent)
     }
 
     #[test]
@@ -187,7 +181,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         pair.view()
             .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 63)?;
-        expect_refused(&mut pair, SHORT, EIO, "write pointer outside the ring")?;
+        expect_refused(&mut pair, SHORT, Fault::PointerOutsideRing)?;
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
         pair.view()
             .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 0)?;
@@ -217,7 +211,7 @@ pub mod tests {
             Some(EINVAL)
         );
         // The receive itself succeeded: the typed check refused the function.
-        assert_eq!(pair.cmdq.last_fault(), Some("unknown function"));
+        assert_eq!(pair.cmdq.last_fault(), Some(Fault::UnknownFunction));
         next_valid_arrives(&mut pair)
     }
 
@@ -231,10 +225,7 @@ pub mod tests {
             Some(ERANGE)
         );
         // The receive itself succeeded: the typed check refused the function.
-        assert_eq!(
-            pair.cmdq.last_fault(),
-            Some("function not the one waited for")
-        );
+        assert_eq!(pair.cmdq.last_fault(), Some(Fault::OtherFunction));
         next_valid_arrives(&mut pair)
     }
 
@@ -251,7 +242,7 @@ pub mod tests {
             Some(EINVAL)
         );
         // The receive itself succeeded: the typed check refused the result.
-        assert_eq!(pair.cmdq.last_fault(), Some("reply reports an error"));
+        assert_eq!(pair.cmdq.last_fault(), Some(Fault::ReplyReportsError));
         next_valid_arrives(&mut pair)
     }
 
@@ -266,7 +257,7 @@ pub mod tests {
         // The type's length is known: the receive refuses it, as nouveau's `rpc len`.
         assert_eq!(
             pair.cmdq.last_fault(),
-            Some("message shorter than expected")
+            Some(Fault::MessageShorterThanExpected)
         );
         next_valid_arrives(&mut pair)
     }
@@ -280,10 +271,7 @@ pub mod tests {
         pair.gsp.post_raw(&el, 1)?;
         assert_eq!(pair.cmdq.receive_msg::<GspInitDone>(LONG).err(), Some(EIO));
         // The receive itself succeeded: the `EIO` is the decoder's.
-        assert_eq!(
-            pair.cmdq.last_fault(),
-            Some("reply does not decode as its type")
-        );
+        assert_eq!(pair.cmdq.last_fault(), Some(Fault::ReplyUndecodable));
         next_valid_arrives(&mut pair)
     }
 
@@ -307,7 +295,7 @@ pub mod tests {
         let el = pair
             .gsp
             .encode_element(MsgFunction::ContinuationRecord.into(), 0, b"orphan")?;
-        expect_rejected(&mut pair, &el, 1, "continuation record without a head")
+        expect_rejected(&mut pair, &el, 1, Fault::ContinuationWithoutHead)
     }
 
     /// Checks that the next message received is the log line `text`.
@@ -343,7 +331,7 @@ pub mod tests {
     fn head_whose_continuation_never_comes_times_out() -> Result {
         let mut pair = Pair::new()?;
         let head = post_split_head(&mut pair)?;
-        expect_refused(&mut pair, SHORT, ETIMEDOUT, "nothing published in time")?;
+        expect_refused(&mut pair, SHORT, Fault::NothingPublished)?;
         // The head was consumed, and kept for the next receive.
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 16));
         head_ended_by(&mut pair, &head, b"instead")?;
@@ -354,7 +342,7 @@ pub mod tests {
     fn head_whose_continuation_comes_after_the_wait_is_received_by_the_next() -> Result {
         let mut pair = Pair::new()?;
         let head = post_split_head(&mut pair)?;
-        expect_refused(&mut pair, SHORT, ETIMEDOUT, "nothing published in time")?;
+        expect_refused(&mut pair, SHORT, Fault::NothingPublished)?;
         let tail = Pair::pattern(100, 10)?;
         post_continuation(&mut pair.gsp, 5, &tail)?;
         let msg = pair.cmdq.receive_any(LONG)?;
@@ -380,7 +368,7 @@ pub mod tests {
         )?;
         post_continuation(&mut pair.gsp, pending.sequence(), &bytes[..50])?;
         check!(pending.wait(LONG).err() == Some(EIO))?;
-        check!(pair.cmdq.last_fault() == Some("message shorter than expected"))?;
+        check!(pair.cmdq.last_fault() == Some(Fault::MessageShorterThanExpected))?;
         check!(pair.cmdq.cpu_ptrs().1 == 17)?;
         next_valid_arrives(&mut pair)
     }
@@ -415,7 +403,7 @@ pub mod tests {
         // Two slots were published and not yet consumed; the GSP takes one back.
         pair.view()
             .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 2)?;
-        expect_refused(&mut pair, SHORT, EIO, "write pointer moved backwards")?;
+        expect_refused(&mut pair, SHORT, Fault::WritePointerBackwards)?;
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 1));
         pair.view()
             .write32(GSPQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 3)?;
@@ -431,7 +419,7 @@ pub mod tests {
         edit(&mut el, 1, |h| {
             h.rpc.length = 32 + MAX_ELEMENT_PAYLOAD as u32 + 1
         });
-        expect_rejected(&mut pair, &el, 1, RPC_LENGTH_BEYOND_ELEMENT)
+        expect_rejected(&mut pair, &el, 1, Fault::LengthBeyondElement)
     }
 
     #[test]
@@ -447,11 +435,11 @@ pub mod tests {
             h.rpc.length = 32 + MAX_ELEMENT_PAYLOAD as u32 + 100
         });
         pair.gsp.post_raw(&head, 16)?;
-        expect_refused(&mut pair, LONG, EIO, RPC_LENGTH_BEYOND_ELEMENT)?;
+        expect_refused(&mut pair, LONG, Fault::LengthBeyondElement)?;
         check!(pair.cmdq.cpu_ptrs() == (0, 16))?;
         // Its continuation record then has no head.
         post_continuation(&mut pair.gsp, 5, &chunk[..100])?;
-        expect_refused(&mut pair, LONG, EIO, "continuation record without a head")?;
+        expect_refused(&mut pair, LONG, Fault::ContinuationWithoutHead)?;
         next_valid_arrives(&mut pair)
     }
 
@@ -472,7 +460,7 @@ pub mod tests {
             records += 1;
         };
         check!(err == Some(EIO))?;
-        check!(pair.cmdq.last_fault() == Some("continuation records beyond the largest RPC"))?;
+        check!(pair.cmdq.last_fault() == Some(Fault::ContinuationsBeyondLargestRpc))?;
         check!((records + 1) * MAX_ELEMENT_PAYLOAD > MAX_RPC_PAYLOAD)?;
         check!(records * MAX_ELEMENT_PAYLOAD <= MAX_RPC_PAYLOAD)?;
         next_valid_arrives(&mut pair)
@@ -488,7 +476,7 @@ pub mod tests {
         let mut again = log_element(&pair, b"replayed")?;
         edit(&mut again, 8, |h| h.seq_num = 0);
         pair.gsp.post_raw(&again, 1)?;
-        expect_refused(&mut pair, LONG, EIO, "element sequence number went back")?;
+        expect_refused(&mut pair, LONG, Fault::SequenceWentBack)?;
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 2));
         next_valid_arrives(&mut pair)
     }
@@ -498,7 +486,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let chunk = post_split_head(&mut pair)?;
         post_continuation(&mut pair.gsp, 6, &chunk[..10])?;
-        expect_refused(&mut pair, LONG, EIO, "continuation record of another RPC")?;
+        expect_refused(&mut pair, LONG, Fault::ContinuationOfAnotherRpc)?;
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 17));
         next_valid_arrives(&mut pair)
     }
@@ -512,7 +500,7 @@ pub mod tests {
         post_continuation(&mut pair.gsp, 5, &head[..10])?;
         let msg = pair.cmdq.receive_any(LONG)?;
         check!(msg.payload.len() == MAX_ELEMENT_PAYLOAD + 10)?;
-        expect_refused(&mut pair, LONG, EIO, "continuation record without a head")?;
+        expect_refused(&mut pair, LONG, Fault::ContinuationWithoutHead)?;
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 18));
         next_valid_arrives(&mut pair)
     }
@@ -529,12 +517,7 @@ pub mod tests {
         let mut el = log_element(&pair, b"x")?;
         edit(&mut el, 1, |h| h.elem_count = 5);
         pair.gsp.post_raw(&el, 3)?;
-        expect_refused(
-            &mut pair,
-            LONG,
-            EIO,
-            "element count beyond the published slots",
-        )?;
+        expect_refused(&mut pair, LONG, Fault::ElementCountBeyondPublished)?;
         // Every published slot was dropped: the read pointer wrapped to 0.
         assert_eq!(pair.cmdq.cpu_ptrs(), (0, 0));
         next_valid_arrives(&mut pair)
@@ -545,7 +528,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let seq = pair.cmdq.post(pair.bar.bar(), &Echo(b"are you there"))?;
         // The GSP does not run.
-        expect_refused(&mut pair, SHORT, ETIMEDOUT, "nothing published in time")?;
+        expect_refused(&mut pair, SHORT, Fault::NothingPublished)?;
         // It comes back: the late reply arrives, then the queue goes on.
         pair.gsp_run()?;
         let reply = pair.cmdq.receive_any(LONG)?;
@@ -565,33 +548,37 @@ pub mod tests {
     #[test]
     fn every_refusal_names_its_reason() -> Result {
         // Each malformed one-byte log line, the slots it is posted in, and its reason.
-        let classes: [(Corrupt, u32, &str); 10] = [
-            (|el| el[80] ^= 0x40, 1, "bad checksum"),
+        let classes: [(Corrupt, u32, Fault); 10] = [
+            (|el| el[80] ^= 0x40, 1, Fault::BadChecksum),
             (
                 |el| edit(el, 1, |h| h.rpc.signature = 0),
                 1,
-                "bad RPC signature",
+                Fault::BadSignature,
             ),
             (
                 |el| edit(el, 1, |h| h.rpc.header_version = 0x0200_0000),
                 1,
-                "unsupported RPC header version",
+                Fault::UnsupportedHeaderVersion,
             ),
-            (|el| edit(el, 1, |h| h.elem_count = 0), 1, "element count 0"),
+            (
+                |el| edit(el, 1, |h| h.elem_count = 0),
+                1,
+                Fault::ElementCountZero,
+            ),
             (
                 |el| edit(el, 1, |h| h.elem_count = 17),
                 20,
-                "element count above 16",
+                Fault::ElementCountAbove16,
             ),
             (
                 |el| edit(el, 1, |h| h.elem_count = 3),
                 2,
-                "element count beyond the published slots",
+                Fault::ElementCountBeyondPublished,
             ),
             (
                 |el| edit(el, 1, |h| h.rpc.length = 31),
                 1,
-                "RPC length below the RPC header",
+                Fault::LengthBelowHeader,
             ),
             (
                 |el| {
@@ -600,12 +587,12 @@ pub mod tests {
                     })
                 },
                 1,
-                RPC_LENGTH_BEYOND_ELEMENT,
+                Fault::LengthBeyondElement,
             ),
             (
                 |el| edit(el, 1, |h| h.rpc.length = 32 + 5000),
                 1,
-                "RPC length inconsistent with the element count",
+                Fault::LengthInconsistent,
             ),
             (
                 |el| {
@@ -614,7 +601,7 @@ pub mod tests {
                     })
                 },
                 1,
-                "continuation record without a head",
+                Fault::ContinuationWithoutHead,
             ),
         ];
         let mut pair = Pair::new()?;
@@ -623,7 +610,7 @@ pub mod tests {
             let mut el = log_element(&pair, b"x")?;
             corrupt(&mut el);
             pair.gsp.post_raw(&el, slots)?;
-            expect_refused(&mut pair, LONG, EIO, reason)?;
+            expect_refused(&mut pair, LONG, reason)?;
         }
         next_valid_arrives(&mut pair)
     }
@@ -634,9 +621,98 @@ pub mod tests {
         let mut el = log_element(&pair, b"corrupt me")?;
         el[85] ^= 0x40;
         pair.gsp.post_raw(&el, 1)?;
-        expect_refused(&mut pair, LONG, EIO, "bad checksum")?;
+        expect_refused(&mut pair, LONG, Fault::BadChecksum)?;
         next_valid_arrives(&mut pair)?;
         assert_eq!(pair.cmdq.last_fault(), None);
+        Ok(())
+    }
+
+    /// Where a fault is shown.
+    enum Case {
+        /// A case of this suite.
+        Here(fn() -> Result),
+        /// A case of the suite named.
+        Suite(&'static str),
+        /// None: the driver's own fault ([`Origin::Driver`]), for the reason given.
+        NotTheGsps(&'static str),
+    }
+
+    /// Returns the case that shows `fault`: a match without a wildcard, so that a fault
+    /// added to the list does not build until it is given one.
+    fn case_of(fault: Fault) -> Case {
+        match fault {
+            Fault::NothingPublished => {
+                Case::Here(gsp_that_stops_mid_run_times_out_and_the_queue_works_after)
+            }
+            Fault::OnlyOthersArrived => Case::Suite("nova_core_gsp_waits"),
+            Fault::OnlySkippedArrived => Case::Suite("nova_core_gsp_waits"),
+            Fault::NothingDelivered => Case::NotTheGsps("another wait of the driver's"),
+            Fault::PointerOutsideRing => {
+                Case::Here(write_pointer_outside_ring_is_eio_and_consumes_nothing)
+            }
+            Fault::WritePointerBackwards => {
+                Case::Here(write_pointer_moving_backwards_is_eio_and_consumes_nothing)
+            }
+            Fault::ElementCountZero => Case::Here(zero_element_count_is_eio),
+            Fault::ElementCountAbove16 => Case::Here(element_count_above_sixteen_is_eio),
+            Fault::ElementCountBeyondPublished => {
+                Case::Here(element_count_beyond_published_slots_is_eio)
+            }
+            Fault::ElementOutsideSharedMemory => Case::NotTheGsps("the driver's mapping"),
+            Fault::ElementShorterThanSlots | Fault::ElementShorterThanHeader => {
+                Case::NotTheGsps("a caller's buffer")
+            }
+            Fault::ElementCountChanged => Case::NotTheGsps("a caller's two copies"),
+            Fault::BadSignature => Case::Here(wrong_signature_is_eio),
+            Fault::UnsupportedHeaderVersion => Case::Here(unsupported_header_version_is_eio),
+            Fault::LengthBelowHeader => Case::Here(rpc_length_below_header_is_eio),
+            Fault::LengthBeyondElement => Case::Here(rpc_length_above_the_element_is_eio),
+            Fault::LengthInconsistent => {
+                Case::Here(rpc_length_inconsistent_with_element_count_is_eio)
+            }
+            Fault::BadChecksum => Case::Here(bad_checksum_is_eio),
+            Fault::SequenceWentBack => Case::Here(sequence_number_going_back_is_eio_and_consumed),
+            Fault::ContinuationWithoutHead => Case::Here(continuation_without_head_is_eio),
+            Fault::ContinuationOfAnotherRpc => Case::Here(continuation_of_another_rpc_is_eio),
+            Fault::ContinuationsBeyondLargestRpc => {
+                Case::Here(continuation_records_beyond_the_largest_rpc_are_eio)
+            }
+            Fault::NoMemory => Case::NotTheGsps("an allocation that fails"),
+            Fault::MessageShorterThanExpected => {
+                Case::Here(reply_shorter_than_its_command_expects_is_eio_to_its_caller)
+            }
+            Fault::UnknownFunction => Case::Here(unknown_function_is_einval_and_consumed),
+            Fault::OtherFunction => Case::Here(other_function_is_erange_and_consumed),
+            Fault::ReplyReportsError => Case::Here(nonzero_rpc_result_is_einval),
+            Fault::ReplyUndecodable => {
+                Case::Here(long_payload_of_typed_message_is_eio_from_its_decoder)
+            }
+        }
+    }
+
+    #[test]
+    fn every_fault_the_gsp_can_cause_has_a_case() -> Result {
+        for &fault in Fault::ALL {
+            // The cases of this suite run again here, each on its own fresh pair.
+            let shown = match case_of(fault) {
+                Case::Here(case) => {
+                    case()?;
+                    true
+                }
+                Case::Suite(suite) => {
+                    pr_info!("{}: shown by {}\n", fault, suite);
+                    true
+                }
+                Case::NotTheGsps(why) => {
+                    pr_info!("{}: not the GSP's: {}\n", fault, why);
+                    false
+                }
+            };
+            if shown != (fault.origin() == Origin::Gsp) {
+                pr_err!("{:?}: a case, or its origin, is wrong\n", fault);
+            }
+            check!(shown == (fault.origin() == Origin::Gsp))?;
+        }
         Ok(())
     }
 }

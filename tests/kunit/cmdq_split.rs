@@ -107,9 +107,10 @@ pub mod tests {
             RmControl,
             RmControlHeader, //
         },
+        fault::Fault,
         fw::{
             MsgFunction,
-            RPC_LENGTH_BEYOND_ELEMENT, //
+            //
         },
     };
     use vgsp::Vgsp;
@@ -229,7 +230,7 @@ pub mod tests {
         )?;
         pair.gsp.post_raw(&head, 16)?;
         check!(pair.cmdq.receive_any(LONG).err() == Some(EIO))?;
-        check!(pair.cmdq.last_fault() == Some(RPC_LENGTH_BEYOND_ELEMENT))?;
+        check!(pair.cmdq.last_fault() == Some(Fault::LengthBeyondElement))?;
         check!(pair.cmdq.cpu_ptrs().1 == 16)
     }
 }

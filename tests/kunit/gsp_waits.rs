@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Waits that skip messages end within the caller's timeout: a GSP that keeps sending
-//! log lines and never answers cannot hold the bring-up's waits or a copy's wait.
+//! log lines and never answers cannot hold the bring-up's waits or a copy's wait, and a
+//! wait whose time runs out on a message it skips says so.
 
 use core::sync::atomic::Ordering;
 
@@ -60,6 +61,10 @@ pub fn with_chatty_gsp<R>(f: impl FnOnce(&Gsp, &SimBar0<'_>) -> R) -> Result<(R,
 /// The cases of the `nova_core_gsp_waits` suite.
 #[kunit_tests(nova_core_gsp_waits)]
 pub mod tests {
+    use core::sync::atomic::{
+        AtomicBool,
+        Ordering, //
+    };
     use kernel::{
         prelude::*,
         time::{
@@ -68,14 +73,20 @@ pub mod tests {
             Monotonic, //
         },
     };
+
+    use kernel::time::delay::fsleep;
     use nova_core::gsp::{
         ce::CopyArena,
         cmdq::NAP,
-        commands::GspInitDone, //
+        commands::GspInitDone,
+        fault::Fault,
+        fw::MsgFunction, //
     };
+    use vgsp::Progress;
 
     use super::{
         with_chatty_gsp,
+        with_firmware,
         LOG_EVERY, //
     };
     use crate::fixture::check;
@@ -134,8 +145,8 @@ pub mod tests {
             let start = Instant::<Monotonic>::now();
             let result = arena.finish_copy(copy, TIMEOUT).err();
             let took = start.elapsed();
-            let skipped = gsp.cmdq.last_fault() == Some("nothing published in time")
-                || gsp.cmdq.last_fault() == Some("only other messages arrived in time");
+            let skipped = gsp.cmdq.last_fault() == Some(Fault::NothingPublished)
+                || gsp.cmdq.last_fault() == Some(Fault::OnlyOthersArrived);
             (result, took, skipped, gsp.log_lines())
         })?;
         sent?;
@@ -144,5 +155,38 @@ pub mod tests {
         assert!(skipped);
         // The copy's wait handed the lines to the log's handler meanwhile.
         check_ended_in_time(took, lines)
+    }
+
+    #[test]
+    fn a_wait_whose_time_runs_out_on_a_skipped_message_names_it() -> Result {
+        let posted = AtomicBool::new(false);
+        let (got, ran) = with_firmware(
+            |fw, _, stop| {
+                // An event the bring-up neither waits for nor has a handler for: its
+                // waits pass it over.
+                fw.post_event(MsgFunction::RcTriggered, &[0; 8])?;
+                while !fw.outbox_empty() && fw.step()? == Progress::Worked {}
+                // ORDERING: `Release` pairs with the `Acquire` load below; it only says
+                // the event is out, the ring is ordered by its own barriers.
+                posted.store(true, Ordering::Release);
+                // ORDERING: as in `with_chatty_gsp`.
+                while !stop.load(Ordering::Acquire) {
+                    fsleep(Delta::from_millis(1));
+                }
+                Ok(())
+            },
+            |gsp, _, _| {
+                // ORDERING: `Acquire` pairs with the `Release` store above.
+                while !posted.load(Ordering::Acquire) {
+                    fsleep(Delta::from_millis(1));
+                }
+                // No time: the wait looks once, finds the event and skips it.
+                let result = gsp.wait_for::<GspInitDone>(Delta::ZERO).err();
+                (result, gsp.cmdq.last_fault())
+            },
+        )?;
+        ran?;
+        assert_eq!(got, (Some(ETIMEDOUT), Some(Fault::OnlySkippedArrived)));
+        Ok(())
     }
 }

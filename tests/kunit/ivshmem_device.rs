@@ -283,7 +283,7 @@ pub mod tests {
         })?;
         assert_eq!(before, 10);
         assert_eq!(killed.err, Some(ETIMEDOUT));
-        assert_eq!(killed.fault, Some("nothing published in time"));
+        assert_eq!(killed.fault, Some(Fault::NothingPublished));
         assert!(killed.waited < KILL_DEADLINE_MS);
         assert_eq!(new, old + 1);
         assert_eq!(sent, 100);

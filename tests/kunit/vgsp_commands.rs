@@ -26,6 +26,7 @@ pub mod tests {
             SetRegistry,
             UnloadingGuestDriver, //
         },
+        fault::Fault,
         fw::{
             self,
             Checksum,
@@ -637,7 +638,7 @@ pub mod tests {
         element[core::mem::offset_of!(GspMsgElement, check_sum)] ^= 1;
         assert_eq!(
             fw::validate_element(&element, 1).err(),
-            Some(fw::Malformed("bad checksum"))
+            Some(Fault::BadChecksum)
         );
         let view = pair.view();
         view.write_bytes(CPUQ_OFFSET + fw::slot_offset(0), &element)?;

@@ -6,6 +6,7 @@ pub mod ce;
 pub mod cmdq;
 pub mod commands;
 pub mod events;
+pub mod fault;
 pub mod fw;
 pub mod regs;
 pub mod sequencer;

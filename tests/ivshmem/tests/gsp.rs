@@ -67,6 +67,7 @@ use nova_core::{
     gsp::{
         cmdq::MsgqSignal,
         commands::Echo,
+        fault::Fault,
         fw::{
             self,
             GspArgumentsCached,
@@ -638,7 +639,7 @@ fn a_killed_gsp_times_out_and_a_new_one_takes_over() {
     gsp.cmdq.post(&bell, &Echo(b"anyone?")).unwrap();
     let err = gsp.cmdq.receive_any(Delta::from_millis(500)).unwrap_err();
     assert_eq!(err, ETIMEDOUT);
-    assert_eq!(gsp.cmdq.last_fault(), Some("nothing published in time"));
+    assert_eq!(gsp.cmdq.last_fault(), Some(Fault::NothingPublished));
     assert!(start.elapsed() < Duration::from_secs(2));
 
     rig.start_gsp();

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The `hostile` check (ours): every malformed-message class of our driver's errno table
+//! The `hostile` check (ours): every malformed-message class of our driver's faults
 //! ("Errors on receive" in `drivers/gpu/nova-core/gsp/cmdq.rs`, the classes of
 //! `tests/kunit/cmdq_errors.rs`), fed to upstream's receive path and to ours, one row
 //! each, and a GSP that rewrites a message while the receive reads it (a double fetch).
@@ -58,6 +58,11 @@ use kernel::{
 use nova_core::gsp::{
     cmdq::Cmdq as OurCmdq,
     commands::GspInitDone,
+    fault::{
+        Consumes,
+        Fault,
+        Origin, //
+    },
     fw::{
         GspMsgElement,
         GspRpcHeader,
@@ -172,6 +177,11 @@ trait Driver {
     /// Receives a `GSP_INIT_DONE` within [`TIMEOUT`] (with `whole`, any message: the
     /// caller wants the payload whatever it is).
     fn receive(&mut self, whole: bool) -> Got;
+
+    /// Returns the fault the driver names for its last receive, where it names one.
+    fn fault(&self) -> Option<Fault> {
+        None
+    }
 }
 
 /// Upstream's queue: each receive on a thread of its own, watched.
@@ -232,6 +242,10 @@ impl Driver for Ours {
             Ok(Err(e)) => Got::Err(e),
             Err(_) => Got::Panic,
         }
+    }
+
+    fn fault(&self) -> Option<Fault> {
+        self.cmdq.last_fault()
     }
 }
 
@@ -361,16 +375,17 @@ fn post_edited(ring: &mut Ring, at: usize, value: u32, slots: u32) -> Result {
 struct Class {
     /// Its name, as our table words it.
     name: &'static str,
-    /// What our table says of it.
-    table: &'static str,
+    /// The fault our receive names for it (its errno and what it consumes are the
+    /// fault's).
+    fault: Fault,
     setup: Setup,
 }
 
-/// The classes, in the order of our table.
+/// The classes, in the order of our faults.
 const CLASSES: &[Class] = &[
     Class {
         name: "write pointer outside the ring (64, slot 0 written)",
-        table: "EIO, nothing consumed",
+        fault: Fault::PointerOutsideRing,
         setup: |ring, _| {
             let el = ring.done(&VALID)?;
             ring.post(&el, 1)?;
@@ -379,7 +394,7 @@ const CLASSES: &[Class] = &[
     },
     Class {
         name: "write pointer moved backwards (2 -> 1, read pointer 1)",
-        table: "EIO, nothing consumed",
+        fault: Fault::WritePointerBackwards,
         setup: |ring, driver| {
             for _ in 0..2 {
                 let el = ring.done(&VALID)?;
@@ -393,22 +408,22 @@ const CLASSES: &[Class] = &[
     },
     Class {
         name: "elemCount 0",
-        table: "EIO, published slots dropped",
+        fault: Fault::ElementCountZero,
         setup: |ring, _| post_edited(ring, ELEM_COUNT, 0, 1),
     },
     Class {
         name: "elemCount above 16 (17 of 20 published)",
-        table: "EIO, published slots dropped",
+        fault: Fault::ElementCountAbove16,
         setup: |ring, _| post_edited(ring, ELEM_COUNT, 17, 20),
     },
     Class {
         name: "elemCount beyond the published slots (3 of 2)",
-        table: "EIO, published slots dropped",
+        fault: Fault::ElementCountBeyondPublished,
         setup: |ring, _| post_edited(ring, ELEM_COUNT, 3, 2),
     },
     Class {
         name: "elemCount beyond the published slots across the ring end (5 of 3 at 60)",
-        table: "EIO, published slots dropped",
+        fault: Fault::ElementCountBeyondPublished,
         setup: |ring, driver| {
             for _ in 0..60 {
                 fill(ring, driver)?;
@@ -418,22 +433,22 @@ const CLASSES: &[Class] = &[
     },
     Class {
         name: "wrong signature",
-        table: "EIO, consumed",
+        fault: Fault::BadSignature,
         setup: |ring, _| post_edited(ring, SIGNATURE, u32::from_le_bytes(*b"NOPE"), 1),
     },
     Class {
         name: "unsupported header version",
-        table: "EIO, consumed",
+        fault: Fault::UnsupportedHeaderVersion,
         setup: |ring, _| post_edited(ring, HEADER_VERSION, 0x0200_0000, 1),
     },
     Class {
         name: "rpc.length below the RPC header (31)",
-        table: "EIO, consumed",
+        fault: Fault::LengthBelowHeader,
         setup: |ring, _| post_edited(ring, LENGTH, 31, 1),
     },
     Class {
         name: "rpc.length beyond the element (to the end of the next, published, slot)",
-        table: "EIO, consumed",
+        fault: Fault::LengthInconsistent,
         setup: |ring, _| {
             let length = rpc_length(GSP_PAGE_SIZE - ELEMENT_HEADER_SIZE + GSP_PAGE_SIZE);
             post_edited(ring, LENGTH, length, 1)?;
@@ -443,7 +458,7 @@ const CLASSES: &[Class] = &[
     },
     Class {
         name: "head announcing its whole RPC (rpc.length beyond one element)",
-        table: "EIO, consumed",
+        fault: Fault::LengthBeyondElement,
         setup: |ring, _| {
             let mut chunk = pattern(MAX_ELEMENT_PAYLOAD, 9);
             chunk[..4].copy_from_slice(&VALID);
@@ -455,12 +470,12 @@ const CLASSES: &[Class] = &[
     },
     Class {
         name: "rpc.length inconsistent with elemCount (5000 B in 1 slot)",
-        table: "EIO, consumed",
+        fault: Fault::LengthInconsistent,
         setup: |ring, _| post_edited(ring, LENGTH, rpc_length(5000), 1),
     },
     Class {
         name: "bad checksum",
-        table: "EIO, consumed",
+        fault: Fault::BadChecksum,
         setup: |ring, _| {
             let mut el = ring.done(&VALID)?;
             el[ELEMENT_HEADER_SIZE] ^= 0x40;
@@ -469,7 +484,7 @@ const CLASSES: &[Class] = &[
     },
     Class {
         name: "element sequence number not after the previous one",
-        table: "EIO, consumed",
+        fault: Fault::SequenceWentBack,
         setup: |ring, driver| {
             fill(ring, driver)?;
             post_edited(ring, SEQ_NUM, 0, 1)
@@ -477,13 +492,12 @@ const CLASSES: &[Class] = &[
     },
     Class {
         name: "continuation record without a head",
-        table: "EIO, consumed",
+        fault: Fault::ContinuationWithoutHead,
         setup: |ring, _| post_edited(ring, FUNCTION, OurFunction::ContinuationRecord.into(), 1),
     },
     Class {
         name: "full head followed by another function",
-        table:
-            "the head ends its message (EIO: longer than a GSP_INIT_DONE), the other received next",
+        fault: Fault::ReplyUndecodable,
         setup: |ring, _| {
             post_split_head(ring)?;
             let intruder = ring.element(OurFunction::GspRmControl.into(), 0, &VALID)?;
@@ -492,7 +506,7 @@ const CLASSES: &[Class] = &[
     },
     Class {
         name: "head followed by another RPC's continuation",
-        table: "EIO, consumed",
+        fault: Fault::ContinuationOfAnotherRpc,
         setup: |ring, _| {
             let chunk = post_split_head(ring)?;
             let cont = ring.element(OurFunction::ContinuationRecord.into(), 6, &chunk[..10])?;
@@ -501,7 +515,7 @@ const CLASSES: &[Class] = &[
     },
     Class {
         name: "continuation record after its message ended",
-        table: "the message (EIO: longer than a GSP_INIT_DONE); EIO for the record, consumed",
+        fault: Fault::ReplyUndecodable,
         setup: |ring, _| {
             let chunk = post_split_head(ring)?;
             for len in [10, 20] {
@@ -514,27 +528,27 @@ const CLASSES: &[Class] = &[
     },
     Class {
         name: "head whose continuation never comes",
-        table: "ETIMEDOUT, head consumed and kept; the next message ends it",
+        fault: Fault::NothingPublished,
         setup: |ring, _| post_split_head(ring).map(|_| ()),
     },
     Class {
         name: "function not the one waited for (GSP_RM_CONTROL)",
-        table: "ERANGE, consumed",
+        fault: Fault::OtherFunction,
         setup: |ring, _| post_edited(ring, FUNCTION, OurFunction::GspRmControl.into(), 1),
     },
     Class {
         name: "unknown function (0xbad)",
-        table: "EINVAL, consumed",
+        fault: Fault::UnknownFunction,
         setup: |ring, _| post_edited(ring, FUNCTION, 0x0bad, 1),
     },
     Class {
         name: "non-zero rpc_result",
-        table: "EINVAL, consumed",
+        fault: Fault::ReplyReportsError,
         setup: |ring, _| post_edited(ring, RPC_RESULT, 0x1f, 1),
     },
     Class {
         name: "payload shorter than the message's fixed part (2 of 4 B)",
-        table: "EIO, consumed",
+        fault: Fault::ReplyUndecodable,
         setup: |ring, _| {
             let el = ring.done(&VALID[..2])?;
             ring.post(&el, 1)
@@ -611,10 +625,15 @@ fn run(class: &Class, ring: &mut Ring, driver: &mut dyn Driver) -> Result<Verdic
             VALID.len(),
             consumed(r0, r1)
         ),
-        Got::Err(_) => format!("{}, {}", failure(&first), consumed(r0, r1)),
+        Got::Err(_) => match driver.fault() {
+            Some(fault) => format!("{} ({fault}), {}", failure(&first), consumed(r0, r1)),
+            None => format!("{}, {}", failure(&first), consumed(r0, r1)),
+        },
         other => return Ok(verdict_of(failure(other), true)),
     };
-    let mut mishandled = matches!(first, Got::Msg(_));
+    // A driver that names its faults names the class's.
+    let mut mishandled =
+        matches!(first, Got::Msg(_)) || driver.fault().is_some_and(|fault| fault != class.fault);
     // The GSP goes on as it should: its own write pointer, then a valid message.
     ring.set_write_ptr(ring.gsp.gsp_ptrs().0)?;
     let next = ring.done(&NEXT)?;
@@ -782,8 +801,20 @@ pub struct HostileOutcome {
     pub findings: Vec<String>,
 }
 
+/// Returns what our table says of `fault`: its errno, its reason and what it consumes.
+fn table(fault: Fault) -> String {
+    let consumes = match fault.consumes() {
+        Consumes::Nothing => "nothing consumed",
+        Consumes::Element => "consumed",
+        Consumes::Published => "published slots dropped",
+        Consumes::Message => "consumed with its message",
+    };
+    format!("{:?}: {fault}, {consumes}", fault.errno())
+}
+
 /// Runs every class on upstream's queue and on ours, printing one row per class: the
-/// class, what upstream did, what ours did (with what our table says).
+/// class, what upstream did, what ours did (with what our table says). Then names the
+/// faults the GSP can cause that no class shows (their own suites do).
 ///
 /// # Errors
 ///
@@ -829,7 +860,7 @@ pub fn hostile() -> Result<HostileOutcome> {
         let up = run(class, &mut ring, &mut up)?;
         let (mut ring, mut ours) = our_bench()?;
         let ours = run(class, &mut ring, &mut ours)?;
-        record(class.name, class.table, up, ours);
+        record(class.name, &table(class.fault), up, ours);
     }
     let (mut ring, mut up) = upstream_bench()?;
     let up = double_fetch_verdict(&double_fetch(&mut ring, &mut up)?);
@@ -840,6 +871,17 @@ pub fn hostile() -> Result<HostileOutcome> {
         "the bytes checked, or EIO",
         up,
         ours,
+    );
+    let elsewhere: Vec<&str> = Fault::ALL
+        .iter()
+        .filter(|f| f.origin() == Origin::Gsp && !CLASSES.iter().any(|c| c.fault == **f))
+        .map(|f| f.reason())
+        .collect();
+    println!(
+        "hostile: the classes show {} of the {} faults the GSP can cause; the others, shown by our suites: {}",
+        Fault::ALL.iter().filter(|f| f.origin() == Origin::Gsp).count() - elsewhere.len(),
+        Fault::ALL.iter().filter(|f| f.origin() == Origin::Gsp).count(),
+        elsewhere.join(", ")
     );
     println!(
         "hostile: {} of {} classes mishandled",

@@ -162,31 +162,17 @@
 //! Every refusal leaves the queue usable: the next valid message is received as if
 //! nothing had happened, and [`Cmdq::last_fault`] says in a few words what was wrong.
 //! No GSP content makes the driver panic, read or write outside `GspMem`, or wait
-//! beyond the caller's timeout. A refusal of an element (the rows that consume it) goes
+//! beyond the caller's timeout. A refusal of an element (the faults that consume it) goes
 //! to the waits that take any message, as the message would have, or, when the message
 //! it belongs to is known ("to the message's caller"), to the caller awaiting that
 //! message as its reply if one does; with none running it is logged and counted
 //! ([`Cmdq::delivery`]). A continuation record refused for any reason takes the message
 //! it continues with it, so its refusal goes to that message's caller. The ring's own
-//! errors (the rows that consume nothing) go to the receiver.
+//! errors (the faults that consume nothing) go to the receiver.
 //!
-//! | condition | errno | the element |
-//! |---|---|---|
-//! | nothing arrives in time (a GSP that stopped or never answers), or only messages for others (events while a reply is awaited) | `ETIMEDOUT` | - |
-//! | GSP write pointer outside the ring (>= 63) | `EIO` | nothing consumed |
-//! | GSP write pointer moved backwards (fewer slots published than before) | `EIO` | nothing consumed |
-//! | `elemCount` 0, above 16, or above the published slots (also across the ring end) | `EIO` | every published slot dropped |
-//! | wrong signature or unsupported header version | `EIO` | consumed |
-//! | `rpc.length` below the RPC header, or inconsistent with `elemCount` | `EIO` | consumed |
-//! | `rpc.length` beyond one element (a head announcing its whole RPC, which firmware never sends) | `EIO` | consumed |
-//! | bad checksum | `EIO` | consumed |
-//! | element sequence number not after the previous one | `EIO` | consumed |
-//! | continuation record without a head, or after an element that ends its message | `EIO` | consumed |
-//! | continuation record of another RPC; continuation records beyond 4 MiB | `EIO` to the message's caller | consumed, with the message |
-//! | a message shorter than the length its reader expects (see "Split RPCs") | `EIO` to the message's caller | consumed |
-//! | a head whose continuation does not come before the wait's timeout | `ETIMEDOUT` | head consumed, kept half-assembled for the next receive |
-//! | function not the one waited for ([`Cmdq::receive_msg`], a reply of [`Cmdq::send_command`]) | `ERANGE` / `EINVAL` if unknown | consumed |
-//! | non-zero `rpc_result` in a reply | `EINVAL` | consumed |
+//! The faults are [`Fault`]'s variants, one per class, each with its errno
+//! ([`Fault::errno`]), what the receive consumes for it ([`Fault::consumes`]) and its
+//! reason ([`Fault::reason`]); [`Cmdq::last_fault`] names the last.
 //!
 //! Elements are copied out of the ring once and checked on the copy, so bytes the GSP
 //! changes after the check (a double fetch) never reach the caller. On send: a GSP read
@@ -265,6 +251,7 @@ use crate::gsp::{
         EventHandler,
         Events, //
     },
+    fault::Fault,
     fw::{
         self,
         GspMem,
@@ -615,18 +602,17 @@ pub trait MsgqSignal: Sync {
 enum RxError {
     /// The ring's own: nothing (more) published in time, or a write pointer the driver
     /// does not believe. Nothing was consumed; a message half assembled stays so.
-    Ring(Error, &'static str),
-    /// Elements were consumed and refused (for the reason given), or could not be kept
-    /// (`ENOMEM`).
-    Refused(Error, &'static str),
-    /// A message of this function and `rpc.sequence` was taken off the ring and refused
-    /// for the reason given: its reply's caller, if one awaits it, gets the refusal.
-    Rejected(Error, &'static str, u32, u32),
+    Ring(Fault),
+    /// Elements were consumed and refused, or could not be kept ([`Fault::NoMemory`]).
+    Refused(Fault),
+    /// A message of this function and `rpc.sequence` was taken off the ring and refused:
+    /// its reply's caller, if one awaits it, gets the refusal.
+    Rejected(Fault, u32, u32),
 }
 
-impl From<fw::Malformed> for RxError {
-    fn from(m: fw::Malformed) -> Self {
-        Self::Refused(m.into(), m.0)
+impl From<Fault> for RxError {
+    fn from(fault: Fault) -> Self {
+        Self::Refused(fault)
     }
 }
 
@@ -659,8 +645,7 @@ impl Partial {
         let short = self.expected.is_some_and(|len| self.payload.len() < len);
         if short && self.head.rpc.rpc_result == fw::NV_OK {
             return Err(RxError::Rejected(
-                EIO,
-                "message shorter than expected",
+                Fault::MessageShorterThanExpected,
                 self.head.rpc.function,
                 self.head.rpc.sequence,
             ));
@@ -728,17 +713,14 @@ impl CmdqRx {
             Some(signal) => self.wait_signalled(mem, signal, budget),
         }
         .map_err(|e| {
-            let reason = if e == ETIMEDOUT {
-                "nothing published in time"
+            RxError::Ring(if e == ETIMEDOUT {
+                Fault::NothingPublished
             } else {
-                "write pointer outside the ring"
-            };
-            RxError::Ring(e, reason)
+                Fault::PointerOutsideRing
+            })
         })?;
         // INVARIANT: `gsp_write_ptr` just loaded `wptr`.
-        self.ring
-            .saw_write_ptr(wptr)
-            .map_err(|m| RxError::Ring(m.into(), m.0))
+        self.ring.saw_write_ptr(wptr).map_err(RxError::Ring)
     }
 
     /// Waits within `budget` for the GSP's write pointer to publish something, sleeping on
@@ -781,17 +763,17 @@ impl CmdqRx {
     fn peek_element(&mut self, mem: &DmaGspMem, available: u32) -> Result<GspMsgElement, RxError> {
         let mut raw = GspMsgElement::default();
         mem.read_element_bytes(&self.ring, 0, raw.as_mut_bytes())
-            .map_err(|e| RxError::Refused(e, "element outside the shared memory"))?;
+            .map_err(|_| RxError::Refused(Fault::ElementOutsideSharedMemory))?;
         let undelimited = match raw.elem_count {
-            0 => Some("element count 0"),
-            n if n > MAX_ELEMENT_PAGES => Some("element count above 16"),
-            n if n > available => Some("element count beyond the published slots"),
+            0 => Some(Fault::ElementCountZero),
+            n if n > MAX_ELEMENT_PAGES => Some(Fault::ElementCountAbove16),
+            n if n > available => Some(Fault::ElementCountBeyondPublished),
             _ => None,
         };
-        if let Some(reason) = undelimited {
+        if let Some(fault) = undelimited {
             // The element cannot be delimited: drop everything published.
             self.consume(mem, available);
-            return Err(RxError::Refused(EIO, reason));
+            return Err(RxError::Refused(fault));
         }
         Ok(raw)
     }
@@ -816,7 +798,7 @@ impl CmdqRx {
         if let Some(last) = self.rx_seq {
             // Forward jumps are allowed: slots dropped undelimited had numbers too.
             if seq.wrapping_sub(last).wrapping_sub(1) >= 1 << 31 {
-                return Err(RxError::Refused(EIO, "element sequence number went back"));
+                return Err(RxError::Refused(Fault::SequenceWentBack));
             }
         }
         self.rx_seq = Some(seq);
@@ -837,16 +819,13 @@ impl CmdqRx {
         let start = payload.len();
         // A head or a lone element starts at 0 and fits: only continuation records reach it.
         if start + chunk_len > MAX_RPC_PAYLOAD {
-            return Err(RxError::Refused(
-                EIO,
-                "continuation records beyond the largest RPC",
-            ));
+            return Err(RxError::Refused(Fault::ContinuationsBeyondLargestRpc));
         }
         payload
             .resize(start + chunk_len, 0, GFP_KERNEL)
-            .map_err(|_| RxError::Refused(ENOMEM, "no memory for the message"))?;
+            .map_err(|_| RxError::Refused(Fault::NoMemory))?;
         mem.read_element_bytes(&self.ring, ELEMENT_HEADER_SIZE, &mut payload[start..])
-            .map_err(|_| fw::Malformed("element outside the shared memory"))?;
+            .map_err(|_| Fault::ElementOutsideSharedMemory)?;
         fw::verify_checksum(&header, &payload[start..])?;
         Ok((header, chunk_len))
     }
@@ -859,7 +838,7 @@ impl CmdqRx {
     ///
     /// # Errors
     ///
-    /// See the table in the module documentation.
+    /// A [`Fault`]'s, see "Errors on receive" in the module documentation.
     fn receive_message(
         &mut self,
         mem: &DmaGspMem,
@@ -921,12 +900,7 @@ impl CmdqRx {
             // the continuation records reach it.
             let more = len.min(MAX_RPC_PAYLOAD).saturating_sub(payload.len());
             payload.reserve(more, GFP_KERNEL).map_err(|_| {
-                RxError::Rejected(
-                    ENOMEM,
-                    "no memory for the message",
-                    head.rpc.function,
-                    head.rpc.sequence,
-                )
+                RxError::Rejected(Fault::NoMemory, head.rpc.function, head.rpc.sequence)
             })?;
         }
         let partial = Partial {
@@ -954,22 +928,19 @@ impl CmdqRx {
             // Checked like any element, then refused: it has nothing to continue.
             let mut scratch = KVec::new();
             self.receive_element(mem, raw, &mut scratch)?;
-            return Err(RxError::Refused(EIO, "continuation record without a head"));
+            return Err(RxError::Refused(Fault::ContinuationWithoutHead));
         };
         let (function, sequence) = (partial.head.rpc.function, partial.head.rpc.sequence);
         // A record refused takes its message with it, whose caller learns why.
         let (cont, chunk_len) = self
             .receive_element(mem, raw, &mut partial.payload)
             .map_err(|e| match e {
-                RxError::Refused(errno, reason) => {
-                    RxError::Rejected(errno, reason, function, sequence)
-                }
+                RxError::Refused(fault) => RxError::Rejected(fault, function, sequence),
                 other => other,
             })?;
         if cont.rpc.sequence != sequence {
             return Err(RxError::Rejected(
-                EIO,
-                "continuation record of another RPC",
+                Fault::ContinuationOfAnotherRpc,
                 function,
                 sequence,
             ));
@@ -1111,15 +1082,15 @@ impl Cmdq {
         self.replies.lock().matching = matching;
     }
 
-    /// Returns why the last receive failed, in a few words, or `None` if it succeeded.
-    pub fn last_fault(&self) -> Option<&'static str> {
+    /// Returns why the last receive failed, or `None` if it succeeded.
+    pub fn last_fault(&self) -> Option<Fault> {
         self.replies.lock().last_fault
     }
 
-    /// Records `reason` as the fault of the receive in progress and returns `errno`.
-    fn fault(&self, errno: Error, reason: &'static str) -> Error {
-        self.replies.lock().last_fault = Some(reason);
-        errno
+    /// Records `fault` as the fault of the receive in progress and returns its errno.
+    fn fault(&self, fault: Fault) -> Error {
+        self.replies.lock().last_fault = Some(fault);
+        fault.errno()
     }
 
     /// Starts receiving at read pointer `read_ptr` of rings whose earlier contents the
@@ -1457,7 +1428,7 @@ impl Cmdq {
         let mut replies = self.replies.lock();
         replies.receiving = false;
         match received {
-            Err((errno, reason)) if errno != ETIMEDOUT => replies.last_fault = Some(reason),
+            Err(fault) if fault.errno() != ETIMEDOUT => replies.last_fault = Some(fault),
             _ => {}
         }
         // A wait asleep because this send was receiving may take over.
@@ -1516,7 +1487,7 @@ impl Cmdq {
             if replies.receiving {
                 let left = budget.left();
                 if left.is_zero() {
-                    replies.last_fault = Some("nothing delivered in time");
+                    replies.last_fault = Some(Fault::NothingDelivered);
                     break Err(ETIMEDOUT);
                 }
                 let ms = u32::try_from(left.as_millis_ceil()).unwrap_or(u32::MAX);
@@ -1535,9 +1506,9 @@ impl Cmdq {
             let received = self.receive_until(want, budget);
             replies = self.replies.lock();
             replies.receiving = false;
-            if let Err((errno, reason)) = received {
-                replies.last_fault = Some(reason);
-                break Err(errno);
+            if let Err(fault) = received {
+                replies.last_fault = Some(fault);
+                break Err(fault.errno());
             }
         };
         // Whatever the outcome, a wait asleep may have to take over the ring.
@@ -1550,8 +1521,9 @@ impl Cmdq {
     ///
     /// # Errors
     ///
-    /// The ring's errors, with their reasons: `ETIMEDOUT` if `budget` runs out first.
-    fn receive_until(&self, want: Want, budget: &mut Budget) -> Result<(), (Error, &'static str)> {
+    /// The ring's faults: [`Fault::NothingPublished`] or [`Fault::OnlyOthersArrived`] if
+    /// `budget` runs out first.
+    fn receive_until(&self, want: Want, budget: &mut Budget) -> Result<(), Fault> {
         let mut rx = self.rx.lock();
         let mut others = false;
         // With `rx` held, as the lock order allows.
@@ -1559,14 +1531,14 @@ impl Cmdq {
         loop {
             let ready = match rx.receive_message(&self.gsp_mem, budget, &expected) {
                 Ok(msg) => self.hand_over(msg, want),
-                Err(RxError::Refused(errno, reason)) => self.refuse(errno, reason, want),
-                Err(RxError::Rejected(errno, reason, function, sequence)) => {
-                    self.reject(errno, reason, function, sequence, want)
+                Err(RxError::Refused(fault)) => self.refuse(fault, want),
+                Err(RxError::Rejected(fault, function, sequence)) => {
+                    self.reject(fault, function, sequence, want)
                 }
-                Err(RxError::Ring(errno, reason)) => {
-                    return Err(match (errno, others) {
-                        (ETIMEDOUT, true) => (errno, "only other messages arrived in time"),
-                        _ => (errno, reason),
+                Err(RxError::Ring(fault)) => {
+                    return Err(match (fault, others) {
+                        (Fault::NothingPublished, true) => Fault::OnlyOthersArrived,
+                        _ => fault,
                     });
                 }
             };
@@ -1577,7 +1549,7 @@ impl Cmdq {
             // A message for others does not extend the wait; this also starts the clock
             // if every look so far found a message.
             if budget.left().is_zero() {
-                return Err((ETIMEDOUT, "only other messages arrived in time"));
+                return Err(Fault::OnlyOthersArrived);
             }
         }
     }
@@ -1622,37 +1594,30 @@ impl Cmdq {
         ready
     }
 
-    /// Hands the refusal of an element, for `reason`, to the waits that take any message;
+    /// Hands the refusal of an element, for `fault`, to the waits that take any message;
     /// returns whether what `want` names is now there.
-    fn refuse(&self, errno: Error, reason: &'static str, want: Want) -> bool {
+    fn refuse(&self, fault: Fault, want: Want) -> bool {
         let mut replies = self.replies.lock();
-        replies.last_fault = Some(reason);
-        let queued = replies.hand_over_refusal(errno);
+        replies.last_fault = Some(fault);
+        let queued = replies.hand_over_refusal(fault.errno());
         let ready = replies.has(want);
         if queued {
             self.wake(&replies, Want::Any.queue());
         }
         drop(replies);
         if !queued {
-            dev_warn!(self.dev, "gsp: element refused: {}\n", reason);
+            dev_warn!(self.dev, "gsp: element refused: {}\n", fault);
         }
         ready
     }
 
-    /// Hands the refusal of a message of `function` and `rpc.sequence`, for `reason`, to
+    /// Hands the refusal of a message of `function` and `rpc.sequence`, for `fault`, to
     /// the caller awaiting it as its reply, or else to the waits that take any message;
     /// returns whether what `want` names is now there.
-    fn reject(
-        &self,
-        errno: Error,
-        reason: &'static str,
-        function: u32,
-        sequence: u32,
-        want: Want,
-    ) -> bool {
+    fn reject(&self, fault: Fault, function: u32, sequence: u32, want: Want) -> bool {
         let mut replies = self.replies.lock();
-        replies.last_fault = Some(reason);
-        let handed = replies.hand_over_rejection(errno, function, sequence);
+        replies.last_fault = Some(fault);
+        let handed = replies.hand_over_rejection(fault.errno(), function, sequence);
         let ready = replies.has(want);
         self.wake_for(&replies, handed);
         drop(replies);
@@ -1662,7 +1627,7 @@ impl Cmdq {
                 "gsp: message {} sequence {} refused: {}\n",
                 function,
                 sequence,
-                reason
+                fault
             );
         }
         ready
@@ -1695,7 +1660,7 @@ impl Cmdq {
     ///
     /// # Errors
     ///
-    /// See the table in the module documentation.
+    /// A [`Fault`]'s, see "Errors on receive" in the module documentation.
     pub fn receive_any(&self, timeout: Delta) -> Result<GspMessage> {
         self.listening(|| self.wait_delivered(Want::Any, &mut Budget::new(timeout)))
     }
@@ -1726,7 +1691,7 @@ impl Cmdq {
             // A skipped message does not extend the wait; this also starts the clock if
             // every look so far found a message.
             if budget.left().is_zero() {
-                return Err(self.fault(ETIMEDOUT, "only skipped messages arrived in time"));
+                return Err(self.fault(Fault::OnlySkippedArrived));
             }
         })
     }
@@ -1760,14 +1725,17 @@ impl Cmdq {
     pub fn read_msg<M: MessageFromGsp>(&self, msg: &GspMessage) -> Result<M> {
         let function = msg
             .function()
-            .map_err(|e| self.fault(e, "unknown function"))?;
+            .map_err(|_| self.fault(Fault::UnknownFunction))?;
         if function != M::FUNCTION {
-            return Err(self.fault(ERANGE, "function not the one waited for"));
+            return Err(self.fault(Fault::OtherFunction));
         }
         if msg.rpc_result != fw::NV_OK {
-            return Err(self.fault(EINVAL, "reply reports an error"));
+            return Err(self.fault(Fault::ReplyReportsError));
         }
-        read_payload(&msg.payload).map_err(|e| self.fault(e, "reply does not decode as its type"))
+        // The reader's errno is kept: it says more than the fault's.
+        read_payload(&msg.payload).inspect_err(|_| {
+            self.fault(Fault::ReplyUndecodable);
+        })
     }
 }
 

@@ -45,7 +45,6 @@ use crate::gsp::{
     },
     fw::{
         assert_layout,
-        Malformed,
         MsgFunction,
         GSP_PAGE_SIZE,
         NV_OK, //
@@ -1180,29 +1179,22 @@ pub fn params_digest(params: &[u8]) -> Result<ParamsDigest> {
 ///
 /// # Errors
 ///
-/// - [`Malformed`] (`EIO`) if `head` is too short to hold the field.
-pub fn command_payload_len(
-    function: u32,
-    head: &[u8],
-) -> core::result::Result<Option<usize>, Malformed> {
-    let read = |what| Malformed(what);
+/// - `EIO` if `head` is too short to hold the field.
+pub fn command_payload_len(function: u32, head: &[u8]) -> Result<Option<usize>> {
     match MsgFunction::try_from(function) {
         Ok(MsgFunction::SetRegistry) => {
-            let (table, _) = PackedRegistryTable::read_from_prefix(head)
-                .map_err(|_| read("registry table shorter than its header"))?;
+            let (table, _) = PackedRegistryTable::read_from_prefix(head).map_err(|_| EIO)?;
             Ok(Some(usize::from_safe_cast(table.size)))
         }
         Ok(MsgFunction::VgspEcho | MsgFunction::VgspSink) => {
-            let (echo, _) = EchoHeader::read_from_prefix(head)
-                .map_err(|_| read("echo shorter than its header"))?;
+            let (echo, _) = EchoHeader::read_from_prefix(head).map_err(|_| EIO)?;
             // The sum cannot overflow a 64-bit `usize`.
             Ok(Some(
                 core::mem::size_of::<EchoHeader>() + usize::from_safe_cast(echo.length),
             ))
         }
         Ok(MsgFunction::GspRmControl) => {
-            let (control, _) = RmControlHeader::read_from_prefix(head)
-                .map_err(|_| read("RM control shorter than its header"))?;
+            let (control, _) = RmControlHeader::read_from_prefix(head).map_err(|_| EIO)?;
             // As for the echo, the sum cannot overflow.
             Ok(Some(
                 core::mem::size_of::<RmControlHeader>()

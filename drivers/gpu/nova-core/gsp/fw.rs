@@ -72,11 +72,14 @@ use zerocopy_derive::{
     KnownLayout, //
 };
 
-use crate::num::{
-    u32_as_usize,
-    usize_as_u64,
-    usize_into_u32,
-    FromSafeCast, //
+use crate::{
+    gsp::fault::Fault,
+    num::{
+        u32_as_usize,
+        usize_as_u64,
+        usize_into_u32,
+        FromSafeCast, //
+    },
 };
 
 /// Pins, at compile time, the size of a wire structure and the offset of each named
@@ -549,14 +552,14 @@ impl GspMsgElement {
 ///
 /// # Errors
 ///
-/// - [`Malformed`] (`EIO`), naming the check, if any check fails or `buf` is shorter
+/// - A [`Fault`] naming the check, if any check fails or `buf` is shorter
 ///   than `elem_count` slots.
 pub fn validate_element(
     buf: &[u8],
     elem_count: u32,
-) -> core::result::Result<(GspMsgElement, usize), Malformed> {
+) -> core::result::Result<(GspMsgElement, usize), Fault> {
     let Some(buf) = buf.get(..usize::from_safe_cast(elem_count) * GSP_PAGE_SIZE) else {
-        return Err(Malformed("element shorter than its slots"));
+        return Err(Fault::ElementShorterThanSlots);
     };
     let (header, chunk_len) = validate_header(buf, elem_count)?;
     verify_checksum(
@@ -574,37 +577,37 @@ pub fn validate_element(
 ///
 /// # Errors
 ///
-/// - [`Malformed`] (`EIO`), naming the check, if any check fails or `buf` is shorter
+/// - A [`Fault`] naming the check, if any check fails or `buf` is shorter
 ///   than a header.
 pub fn validate_header(
     buf: &[u8],
     elem_count: u32,
-) -> core::result::Result<(GspMsgElement, usize), Malformed> {
-    let bad = |reason| Err(Malformed(reason));
+) -> core::result::Result<(GspMsgElement, usize), Fault> {
+    let bad = Err;
     let Ok((header, _)) = GspMsgElement::read_from_prefix(buf) else {
-        return bad("element shorter than its header");
+        return bad(Fault::ElementShorterThanHeader);
     };
     if header.elem_count != elem_count {
-        return bad("element count changed");
+        return bad(Fault::ElementCountChanged);
     }
     if header.rpc.signature != RPC_SIGNATURE {
-        return bad("bad RPC signature");
+        return bad(Fault::BadSignature);
     }
     if RpcHeaderVersion::from_bits(header.rpc.header_version).major() != RPC_HEADER_VERSION.major()
     {
-        return bad("unsupported RPC header version");
+        return bad(Fault::UnsupportedHeaderVersion);
     }
     let Some(chunk_len) = header.rpc_payload_len() else {
-        return bad("RPC length below the RPC header");
+        return bad(Fault::LengthBelowHeader);
     };
     // Every element, a split RPC's head included, announces its own chunk only: a head
     // announcing its whole RPC is refused here, as nouveau's receive refuses a head whose
     // `rpc.length` exceeds one element.
     if chunk_len > MAX_ELEMENT_PAYLOAD {
-        return bad(RPC_LENGTH_BEYOND_ELEMENT);
+        return bad(Fault::LengthBeyondElement);
     }
     if elem_count_for(chunk_len) != elem_count {
-        return bad("RPC length inconsistent with the element count");
+        return bad(Fault::LengthInconsistent);
     }
     Ok((header, chunk_len))
 }
@@ -615,28 +618,11 @@ pub fn validate_header(
 ///
 /// # Errors
 ///
-/// - [`Malformed`] (`EIO`) if the checksum does not fold to 0.
-pub fn verify_checksum(
-    header: &GspMsgElement,
-    chunk: &[u8],
-) -> core::result::Result<(), Malformed> {
+/// - [`Fault::BadChecksum`] if the checksum does not fold to 0.
+pub fn verify_checksum(header: &GspMsgElement, chunk: &[u8]) -> core::result::Result<(), Fault> {
     let mut sum = Checksum::of_header(header);
     sum.update(chunk);
     sum.verify()
-}
-
-/// The reason [`validate_header`] gives for an element whose `rpc.length` announces more
-/// than one element carries (a split RPC's head announcing the whole RPC among them).
-pub const RPC_LENGTH_BEYOND_ELEMENT: &str = "RPC length beyond one element";
-
-/// Why an element was refused: always `EIO`, with a short reason for logs and tools.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Malformed(pub &'static str);
-
-impl From<Malformed> for Error {
-    fn from(_: Malformed) -> Self {
-        EIO
-    }
 }
 
 /// Bytes of one ring (63 slots).
@@ -777,12 +763,12 @@ impl ReadCursor {
     ///
     /// # Errors
     ///
-    /// - [`Malformed`] (`EIO`) if fewer slots are published than were known to be: the
-    ///   other agent moved its write pointer backwards. What was known stays known.
-    pub fn saw_write_ptr(&mut self, other_write: u32) -> core::result::Result<u32, Malformed> {
+    /// - [`Fault::WritePointerBackwards`] if fewer slots are published than were known to
+    ///   be: the other agent moved its write pointer backwards. What was known stays known.
+    pub fn saw_write_ptr(&mut self, other_write: u32) -> core::result::Result<u32, Fault> {
         let published = (other_write + MSGQ_NUM_PAGES - self.read) % MSGQ_NUM_PAGES;
         if published < self.known_published {
-            return Err(Malformed("write pointer moved backwards"));
+            return Err(Fault::WritePointerBackwards);
         }
         // INVARIANT: the slots from `read` up to `other_write` are published.
         self.known_published = published;
@@ -872,7 +858,7 @@ impl RingCursor {
     /// # Errors
     ///
     /// As [`ReadCursor::saw_write_ptr`].
-    pub fn saw_write_ptr(&mut self, other_write: u32) -> core::result::Result<u32, Malformed> {
+    pub fn saw_write_ptr(&mut self, other_write: u32) -> core::result::Result<u32, Fault> {
         self.rx.saw_write_ptr(other_write)
     }
 
@@ -896,11 +882,11 @@ impl RingCursor {
 ///
 /// # Errors
 ///
-/// - [`Malformed`] (`EIO`) if it is outside the ring.
-pub fn ring_ptr(ptr: u32) -> core::result::Result<u32, Malformed> {
+/// - [`Fault::PointerOutsideRing`] if it is outside the ring.
+pub fn ring_ptr(ptr: u32) -> core::result::Result<u32, Fault> {
     match ptr < MSGQ_NUM_PAGES {
         true => Ok(ptr),
-        false => Err(Malformed("pointer outside the ring")),
+        false => Err(Fault::PointerOutsideRing),
     }
 }
 
@@ -973,11 +959,11 @@ impl Checksum {
     ///
     /// # Errors
     ///
-    /// - [`Malformed`] (`EIO`) if it does not.
-    pub fn verify(self) -> core::result::Result<(), Malformed> {
+    /// - [`Fault::BadChecksum`] if it does not.
+    pub fn verify(self) -> core::result::Result<(), Fault> {
         match self.fold() {
             0 => Ok(()),
-            _ => Err(Malformed("bad checksum")),
+            _ => Err(Fault::BadChecksum),
         }
     }
 

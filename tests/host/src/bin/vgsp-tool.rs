@@ -122,7 +122,7 @@ fn replay(args: &[String]) -> Result<Vec<String>, String> {
                 lines.push(format!(
                     "err {:?} {}",
                     e,
-                    cmdq.last_fault().unwrap_or("unknown")
+                    cmdq.last_fault().map_or("unknown", |f| f.reason())
                 ));
                 if cmdq.cpu_ptrs().1 == before {
                     break;

@@ -29,7 +29,8 @@ use kernel::prelude::*;
 
 use crate::gsp::{
     cmdq::GspMessage,
-    events::is_event_function, //
+    events::is_event_function,
+    fault::Fault, //
 };
 
 /// The most messages kept for the waits that take any message; beyond it they are
@@ -143,7 +144,7 @@ pub(crate) struct Replies {
     /// The waits that take any message, running now.
     pub(crate) listeners: usize,
     /// Why the last receive failed, or `None` if it succeeded.
-    pub(crate) last_fault: Option<&'static str>,
+    pub(crate) last_fault: Option<Fault>,
     /// How replies are matched.
     pub(crate) matching: ReplyMatch,
     /// What was handed over so far.
