@@ -156,8 +156,14 @@ fn points_in(root: &Path, file: &Path) -> Result<Vec<Point>, String> {
             .rev()
             .find_map(|l| {
                 let t = l.trim_start();
-                let t = t.strip_prefix("pub ").unwrap_or(t);
-                let t = t.strip_prefix("pub(crate) ").unwrap_or(t);
+                // Any visibility: `pub`, `pub(crate)`, `pub(super)`.
+                let t = match t.strip_prefix("pub") {
+                    Some(rest) if rest.starts_with('(') => {
+                        rest.split_once(") ").map_or(t, |(_, after)| after)
+                    }
+                    Some(rest) => rest.trim_start(),
+                    None => t,
+                };
                 t.strip_prefix("fn ")
                     .map(|r| r.split('(').next().unwrap_or("").to_string())
             })
@@ -222,9 +228,11 @@ fn seed_mutant(points: &[Point]) -> Result<Mutant, String> {
         points
             .iter()
             .find(|p| {
-                p.file.ends_with("gsp/cmdq.rs") && p.function == function && p.flavour == flavour
+                p.file.ends_with("gsp/cmdq/ring.rs")
+                    && p.function == function
+                    && p.flavour == flavour
             })
-            .ok_or_else(|| format!("no dma_mb({flavour}) in cmdq.rs {function}"))
+            .ok_or_else(|| format!("no dma_mb({flavour}) in cmdq/ring.rs {function}"))
     };
     let w = find("advance_cpu_write_ptr", "Write")?;
     let r = find("gsp_write_ptr", "Read")?;

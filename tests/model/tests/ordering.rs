@@ -86,7 +86,7 @@ fn scenario_two_callers_and_an_event() {
 }
 
 /// The driver's source, where the seed's barriers were.
-const CMDQ: &str = "drivers/gpu/nova-core/gsp/cmdq.rs";
+const CMDQ: &str = "drivers/gpu/nova-core/gsp/cmdq/ring.rs";
 /// The virtual GSP's ring accessors and element bytes, where it reads `cpuq`.
 const VGSP_MSGQ: &str = "drivers/gpu/vgsp/msgq.rs";
 /// The virtual GSP's outbox, where it writes `gspq`.
@@ -96,7 +96,7 @@ const VGSP_OUTBOX: &str = "drivers/gpu/vgsp/outbox.rs";
 /// was built with.
 fn source(file: &str) -> &'static str {
     match file {
-        CMDQ => include_str!("../../../drivers/gpu/nova-core/gsp/cmdq.rs"),
+        CMDQ => include_str!("../../../drivers/gpu/nova-core/gsp/cmdq/ring.rs"),
         VGSP_MSGQ => include_str!("../../../drivers/gpu/vgsp/msgq.rs"),
         VGSP_OUTBOX => include_str!("../../../drivers/gpu/vgsp/outbox.rs"),
         _ => panic!("no source for {file}"),

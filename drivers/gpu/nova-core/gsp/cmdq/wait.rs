@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The wait policy: how long a wait looks, spins and naps, and the one budget of a
+//! whole wait.
+
+use kernel::{
+    io::poll::read_poll_timeout,
+    prelude::*,
+    time::{
+        Delta,
+        Instant,
+        Monotonic, //
+    },
+};
+
+/// How long a command waits for ring space by default.
+pub const SEND_TIMEOUT: Delta = Delta::from_secs(1);
+/// How long a wait looks at the queue back to back before it starts to sleep: a busy GSP
+/// answers within it, and then the wait adds no latency.
+const SPIN_BUDGET: Delta = Delta::from_micros(100);
+/// The pause between looks while spinning (`ndelay` in a kernel, with a reschedule).
+const SPIN_STEP: Delta = Delta::from_nanos(1);
+/// The sleep between looks after `SPIN_BUDGET` (`usleep_range(50, 100)` in a kernel):
+/// an idle wait wakes every 50 to 100 us instead of burning its CPU, and sees a message
+/// at most that late.
+pub const NAP: Delta = Delta::from_micros(50);
+
+/// A wait's timeout, whose clock starts only when a look first finds the queue not
+/// ready: a busy queue is served without reading the clock at all.
+///
+/// One budget covers a whole wait, however many messages it receives on the way: a
+/// caller that skips events (log lines, say) until its reply arrives keeps passing the
+/// same budget ([`Cmdq::receive_any_skipping`]), so no stream of events can hold it
+/// beyond its timeout.
+pub(crate) struct Budget {
+    timeout: Delta,
+    start: Option<Instant<Monotonic>>,
+}
+
+impl Budget {
+    /// Creates a budget of `timeout`; the clock starts at the first [`Budget::left`].
+    pub(crate) fn new(timeout: Delta) -> Self {
+        Self {
+            timeout,
+            start: None,
+        }
+    }
+
+    /// Returns what is left of the timeout, starting the clock at the first call.
+    pub(crate) fn left(&mut self) -> Delta {
+        if self.timeout.as_nanos() <= 0 {
+            return Delta::ZERO;
+        }
+        match self.start {
+            None => {
+                self.start = Some(Instant::<Monotonic>::now());
+                self.timeout
+            }
+            Some(start) => {
+                Delta::from_nanos((self.timeout.as_nanos() - start.elapsed().as_nanos()).max(0))
+            }
+        }
+    }
+}
+
+/// Calls `op` until `cond` accepts its value or `budget` runs out: once, then back to
+/// back for [`SPIN_BUDGET`], then every [`NAP`].
+///
+/// # Errors
+///
+/// As [`read_poll_timeout`].
+pub(super) fn poll_queue<T>(
+    mut op: impl FnMut() -> Result<T>,
+    mut cond: impl FnMut(&T) -> bool,
+    budget: &mut Budget,
+) -> Result<T> {
+    // One look before the clock is read: a busy queue is usually ready.
+    let val = op()?;
+    if cond(&val) {
+        return Ok(val);
+    }
+    let timeout = budget.left();
+    if timeout.is_zero() {
+        return Err(ETIMEDOUT);
+    }
+    let spin = Delta::from_nanos(SPIN_BUDGET.as_nanos().min(timeout.as_nanos()));
+    match read_poll_timeout(&mut op, &mut cond, SPIN_STEP, spin) {
+        Err(e) if e == ETIMEDOUT && timeout.as_nanos() > spin.as_nanos() => {
+            let left = Delta::from_nanos(timeout.as_nanos() - spin.as_nanos());
+            read_poll_timeout(op, cond, NAP, left)
+        }
+        result => result,
+    }
+}
