@@ -56,6 +56,41 @@ use crate::num::{
     FromSafeCast, //
 };
 
+/// Implements [`CommandToGsp`] for `$ty`, a fixed-size command sent as it is (its own
+/// [`CommandToGsp::Command`], no variable payload) and answered with `$reply`.
+macro_rules! command_as_is {
+    ($ty:ty, $function:ident, $reply:ty) => {
+        impl CommandToGsp for $ty {
+            const FUNCTION: MsgFunction = MsgFunction::$function;
+            type Command = Self;
+            type Reply = $reply;
+
+            fn init(&self) -> Self {
+                *self
+            }
+        }
+    };
+}
+
+/// Declares `$name`, an answer of the GSP to `$function` whose payload the driver does not
+/// read, and implements [`MessageFromGsp`] for it.
+macro_rules! empty_reply {
+    ($(#[$doc:meta])* $name:ident, $function:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct $name;
+
+        impl MessageFromGsp for $name {
+            const FUNCTION: MsgFunction = MsgFunction::$function;
+            type Message = ();
+
+            fn read(_: &(), _: &[u8]) -> Result<Self> {
+                Ok(Self)
+            }
+        }
+    };
+}
+
 /// Where a GPU mirrors its PCI configuration space inside BAR0: a property of the chipset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConfigMirror {
@@ -415,15 +450,7 @@ impl Default for GspSetSystemInfo {
     }
 }
 
-impl CommandToGsp for GspSetSystemInfo {
-    const FUNCTION: MsgFunction = MsgFunction::GspSetSystemInfo;
-    type Command = Self;
-    type Reply = NoReply;
-
-    fn init(&self) -> Self {
-        *self
-    }
-}
+command_as_is!(GspSetSystemInfo, GspSetSystemInfo, NoReply);
 
 /// The type of a registry value: what an entry's `data` and `length` mean.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1004,17 +1031,9 @@ impl CommandToGsp for Sink<'_> {
     }
 }
 
-/// The virtual GSP's answer to a [`Sink`]: an empty payload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SinkReply;
-
-impl MessageFromGsp for SinkReply {
-    const FUNCTION: MsgFunction = MsgFunction::VgspSink;
-    type Message = ();
-
-    fn read(_: &(), _: &[u8]) -> Result<Self> {
-        Ok(Self)
-    }
+empty_reply! {
+    /// The virtual GSP's answer to a [`Sink`]: an empty payload.
+    SinkReply, VgspSink
 }
 
 /// The fixed part of `GSP_RM_CONTROL` (r570's `rpc_gsp_rm_control_v03_00`): which control
@@ -1228,28 +1247,16 @@ assert_layout!(UnloadingGuestDriver, size 0x8, {
     new_level: 0x4,
 });
 
-impl CommandToGsp for UnloadingGuestDriver {
-    const FUNCTION: MsgFunction = MsgFunction::UnloadingGuestDriver;
-    type Command = Self;
-    type Reply = UnloadingGuestDriverReply;
+command_as_is!(
+    UnloadingGuestDriver,
+    UnloadingGuestDriver,
+    UnloadingGuestDriverReply
+);
 
-    fn init(&self) -> Self {
-        *self
-    }
-}
-
-/// The GSP's answer to [`UnloadingGuestDriver`]: an empty payload (the r570 firmware's
-/// carries nothing the driver reads either).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UnloadingGuestDriverReply;
-
-impl MessageFromGsp for UnloadingGuestDriverReply {
-    const FUNCTION: MsgFunction = MsgFunction::UnloadingGuestDriver;
-    type Message = ();
-
-    fn read(_: &(), _: &[u8]) -> Result<Self> {
-        Ok(Self)
-    }
+empty_reply! {
+    /// The GSP's answer to [`UnloadingGuestDriver`]: an empty payload (the r570 firmware's
+    /// carries nothing the driver reads either).
+    UnloadingGuestDriverReply, UnloadingGuestDriver
 }
 
 /// `VGSP_CE_COPY`: asks the (virtual) GSP's copy engine to copy `len` bytes from bus
@@ -1275,26 +1282,10 @@ pub struct CeCopy {
 
 const_assert_eq!(core::mem::size_of::<CeCopy>(), 32);
 
-impl CommandToGsp for CeCopy {
-    const FUNCTION: MsgFunction = MsgFunction::VgspCeCopy;
-    type Command = Self;
-    type Reply = CeCopyAck;
+command_as_is!(CeCopy, VgspCeCopy, CeCopyAck);
 
-    fn init(&self) -> Self {
-        *self
-    }
-}
-
-/// The GSP's acknowledgement of a [`CeCopy`], sent before the first byte lands: an empty
-/// payload whose `rpc_result` says whether the copy was taken.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CeCopyAck;
-
-impl MessageFromGsp for CeCopyAck {
-    const FUNCTION: MsgFunction = MsgFunction::VgspCeCopy;
-    type Message = ();
-
-    fn read(_: &(), _: &[u8]) -> Result<Self> {
-        Ok(Self)
-    }
+empty_reply! {
+    /// The GSP's acknowledgement of a [`CeCopy`], sent before the first byte lands: an empty
+    /// payload whose `rpc_result` says whether the copy was taken.
+    CeCopyAck, VgspCeCopy
 }
