@@ -601,6 +601,10 @@ unsafe fn store<T: Word>(p: *mut T, value: T) {
 
 /// A device's window onto coherent memory, with bounds-checked accesses.
 ///
+/// Its twin in a kernel tree is `vdev::DmaView` (`kernel-shim/linux-7.3/vdev/dma.rs`),
+/// built against 7.3's own `kernel` crate, where this shim does not exist: the same
+/// methods, bounds rules and errors over the kernel's primitives (see there).
+///
 /// # Invariants
 ///
 /// `base` is valid for reads and writes of `len` bytes for `'a`, and 8-byte aligned.

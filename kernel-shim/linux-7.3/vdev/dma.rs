@@ -24,6 +24,15 @@ use kernel::{
 
 /// A device's window onto coherent memory, with bounds-checked accesses.
 ///
+/// The twin of the host shim's `kernel::dma::DmaView` (`kernel-shim/src/dma.rs`), by
+/// necessity: the virtual GSP is written once against this API, and this crate is built
+/// inside the kernel tree against 7.3's own `kernel` crate, where the shim does not
+/// exist, while the shim is that `kernel` crate on the host. The two have the same
+/// methods, bounds rules and errors; they differ only in the primitives under them:
+/// byte ranges are copied here with the kernel's C `memcpy` (`bindings::memcpy`), there
+/// with `core::ptr::copy_nonoverlapping`, and words go through 7.3's
+/// `Atomic::from_ptr` here, the shim's atomics there.
+///
 /// # Invariants
 ///
 /// `base` is valid for reads and writes of `len` bytes for `'a`, and 8-byte aligned.
