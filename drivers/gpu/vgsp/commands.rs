@@ -208,6 +208,9 @@ impl Vgsp<'_> {
         let chunk = &mut self.rx_buf[at..at + chunk_len];
         read_cpuq(self.mem, self.ring, ELEMENT_HEADER_SIZE, chunk)?;
         fw::verify_checksum(&header, chunk)?;
+        // The next number exactly, as r570's receive demands of the driver, which never
+        // drops a slot it published. The driver's receive allows forward jumps instead,
+        // as it drops the slots of an element it cannot delimit (`cmdq/receive.rs`).
         if let Some(expected) = self.rx_seq {
             if header.seq_num != expected {
                 return Err(EIO);

@@ -238,7 +238,11 @@ impl CmdqRx {
         let (header, chunk_len) = result?;
         let seq = header.seq_num;
         if let Some(last) = self.rx_seq {
-            // Forward jumps are allowed: slots dropped undelimited had numbers too.
+            // Forward jumps are allowed: slots dropped undelimited had numbers too. The
+            // GSP's side (`vgsp::commands`) demands the next number exactly, as r570's
+            // receive does: the driver never drops a slot it published, and the element
+            // copy and its checks are otherwise the same on both sides (`fw::validate_header`,
+            // `fw::verify_checksum`).
             if seq.wrapping_sub(last).wrapping_sub(1) >= 1 << 31 {
                 return Err(RxError::Refused(Fault::SequenceWentBack));
             }
