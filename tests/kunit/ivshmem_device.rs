@@ -36,6 +36,7 @@ pub mod tests {
                 MsgqSignal, //
             },
             commands::Echo,
+            fault::Fault,
             fw::{
                 self,
                 MsgFunction, //
@@ -239,8 +240,8 @@ pub mod tests {
     struct Killed {
         /// The first echo's error after the kill (`None` if none failed in time).
         err: Option<Error>,
-        /// The queue's reason for it.
-        fault: Option<&'static str>,
+        /// The queue's fault for it.
+        fault: Option<Fault>,
         /// How long the echoes went on, in milliseconds.
         waited: i64,
     }

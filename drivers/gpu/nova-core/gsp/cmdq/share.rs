@@ -223,7 +223,7 @@ impl Cmdq {
         }
         drop(replies);
         if !queued {
-            dev_warn!(self.dev, "gsp: element refused: {}\n", fault);
+            dev_warn!(self.dev, "gsp: element refused: {}\n", fault.reason());
         }
         ready
     }
@@ -244,7 +244,7 @@ impl Cmdq {
                 "gsp: message {} sequence {} refused: {}\n",
                 function,
                 sequence,
-                fault
+                fault.reason()
             );
         }
         ready
