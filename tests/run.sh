@@ -184,7 +184,7 @@ mkdir -p target
 step "style: cargo fmt --check, cargo clippy -D warnings"
 cargo fmt --all -- --check || fail "cargo fmt: run 'cargo fmt --all'"
 cargo clippy --workspace --all-targets -- -D warnings || fail "clippy"
-cargo clippy -p nova-core -p vgsp -- -D warnings || fail "clippy (no_std driver alone)"
+cargo clippy -p mbarrier -p nova-core -p vgsp -- -D warnings || fail "clippy (no_std driver alone)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q || fail "cargo doc: a rustdoc warning (dead or private link)"
 pass "style"
 

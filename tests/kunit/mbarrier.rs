@@ -15,7 +15,7 @@ pub mod tests {
             Relaxed, //
         }, //
     };
-    use nova_core::mbarrier::{
+    use mbarrier::{
         AsyncTracker,
         Mbarrier,
         Rule,

@@ -45,8 +45,9 @@
 //!    `-Zcrate-attr=no_std`, `OBJTREE` and `RUST_MODFILE`.
 //! 4. rustc's JSON diagnostics, one line per error, with the location in the driver (a
 //!    span inside a macro of the tree is followed out to its call site). The full rendered
-//!    diagnostics, warnings included, are kept in `<build>/api-7.3/diagnostics.txt`,
-//!    after the rustc command that gave them.
+//!    diagnostics, warnings included, are kept in `<build>/api-7.3/diagnostics-<crate>.txt`
+//!    (the `mbarrier` crate the driver uses is compiled first), after the rustc command
+//!    that gave them.
 
 use std::{
     fs,
@@ -80,8 +81,9 @@ use crate::{
 
 /// The driver crate's root.
 const CRATE_ROOT: &str = "drivers/gpu/nova-core/nova_core.rs";
-/// `RUST_MODFILE`, as Kbuild would set it for the driver's object.
-const MODFILE: &str = "drivers/gpu/nova-core/nova_core";
+/// The crate the driver uses besides the tree's and crates.io's: compiled first, its
+/// metadata given to the driver's compilation.
+const MBARRIER_ROOT: &str = "drivers/gpu/mbarrier/mbarrier.rs";
 /// The crates of the tree's `rust/` the driver may use.
 const TREE_CRATES: &[&str] = &[
     "ffi",
@@ -722,7 +724,8 @@ pub(crate) fn location(diag: &Value, roots: &[(&Path, &str)], base: &Path) -> St
     }
 }
 
-/// Compiles the driver's metadata against the tree; returns rustc's errors.
+/// Compiles the driver's metadata against the tree, after that of the `mbarrier` crate it
+/// uses; returns rustc's errors in both.
 fn measure(
     repo: &Path,
     tree: &Tree,
@@ -731,11 +734,39 @@ fn measure(
 ) -> Result<Vec<Finding>, String> {
     let out = tree.build.join("api-7.3");
     fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut findings = measure_crate(repo, tree, externs, deps, "mbarrier", MBARRIER_ROOT)?;
+    let mut with_mbarrier = externs.to_vec();
+    with_mbarrier.push(format!(
+        "--extern=mbarrier={}",
+        out.join("libmbarrier.rmeta").display()
+    ));
+    findings.extend(measure_crate(
+        repo,
+        tree,
+        &with_mbarrier,
+        deps,
+        "nova_core",
+        CRATE_ROOT,
+    )?);
+    Ok(findings)
+}
+
+/// Compiles the metadata of crate `name`, whose root is `root` in the repository, against
+/// the tree; returns rustc's errors.
+fn measure_crate(
+    repo: &Path,
+    tree: &Tree,
+    externs: &[String],
+    deps: &Path,
+    name: &str,
+    root: &str,
+) -> Result<Vec<Finding>, String> {
+    let out = tree.build.join("api-7.3");
     let mut cmd = Command::new(RUSTC);
     cmd.current_dir(&tree.build)
         .env("RUSTC_BOOTSTRAP", "1")
         .env("OBJTREE", &tree.build)
-        .env("RUST_MODFILE", MODFILE)
+        .env("RUST_MODFILE", root.trim_end_matches(".rs"))
         .args(kernel_flags(&tree.build)?)
         .args(["-Astable_features", "-Aunused_features"]);
     for name in TREE_CRATES {
@@ -747,10 +778,10 @@ fn measure(
         .arg("-L./rust")
         .arg(format!(
             "--emit=metadata={}",
-            out.join("libnova_core.rmeta").display()
+            out.join(format!("lib{name}.rmeta")).display()
         ))
-        .args(["--crate-type", "rlib", "--crate-name", "nova_core"])
-        .arg(repo.join(CRATE_ROOT))
+        .args(["--crate-type", "rlib", "--crate-name", name])
+        .arg(repo.join(root))
         .args([
             "--sysroot=/dev/null",
             "-Zunstable-options",
@@ -758,7 +789,7 @@ fn measure(
             "--error-format=json",
         ]);
     tree.progress.say(&format!(
-        "compiling {CRATE_ROOT}'s metadata against {}",
+        "compiling {root}'s metadata against {}",
         tree.src.display()
     ));
     let output = cmd
@@ -791,7 +822,7 @@ fn measure(
             message: message.replace('\n', " "),
         });
     }
-    let kept = out.join("diagnostics.txt");
+    let kept = out.join(format!("diagnostics-{name}.txt"));
     fs::write(&kept, &rendered).map_err(|e| format!("{}: {e}", kept.display()))?;
     if !broken.is_empty() || (findings.is_empty() && !output.status.success()) {
         return Err(format!(
@@ -848,7 +879,9 @@ pub(crate) fn api_7_3(args: &[String]) -> Result<bool, String> {
     progress.say(&format!(
         "{:.0} s; full diagnostics in {}",
         started.elapsed().as_secs_f64(),
-        tree.build.join("api-7.3/diagnostics.txt").display()
+        tree.build
+            .join("api-7.3/diagnostics-nova_core.txt")
+            .display()
     ));
     println!(
         "api 7.3: nova-core against Linux {}: {} errors",

@@ -5,8 +5,9 @@
 //! This crate holds the part of nova-core that talks to the GPU System Processor (GSP)
 //! through the shared-memory message queues: the queue layout ([`gsp::fw`]), the queue
 //! itself ([`gsp::cmdq`]), the doorbell register ([`gsp::regs`]) and the typed RPCs
-//! ([`gsp::commands`]); and the GPU's phase barrier ([`mbarrier`]), which the GSP's
-//! copy engine signals. [`ivshmem`] is the GSP behind an emulated PCI device.
+//! ([`gsp::commands`]). [`ivshmem`] is the GSP behind an emulated PCI device. The GPU's
+//! phase barrier, which the GSP's copy engine signals, is a crate of its own
+//! (`mbarrier`).
 
 // Kbuild makes every crate `no_std` (`-Zcrate-attr=no_std`); cargo builds need it said.
 #![cfg_attr(not(CONFIG_RUST), no_std)]
@@ -16,7 +17,6 @@ pub mod gsp;
 // PCI driver for it (CONFIG_VGSP_IVSHMEM); on the host, always (its host test).
 #[cfg(any(not(CONFIG_RUST), CONFIG_VGSP_IVSHMEM))]
 pub mod ivshmem;
-pub mod mbarrier;
 // `pub` for its traits, which the virtual GSP uses; its `const fn`s are `pub(crate)`.
 pub mod num;
 

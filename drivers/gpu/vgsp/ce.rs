@@ -4,15 +4,12 @@
 //! `VGSP_CE_COPY` transfers it lands there in chunks, each reported on an `mbarrier`.
 
 use kernel::prelude::*;
+use mbarrier::Mbarrier;
 use nova_core::{
     gsp::{
         commands::CeCopy,
         events::CopyEvent,
         fw::MsgFunction, //
-    },
-    mbarrier::{
-        self,
-        Mbarrier, //
     },
     num::FromSafeCast, //
 };

@@ -4,7 +4,7 @@
 //! random operation sequences.
 
 use kernel::sync::atomic::Atomic;
-use nova_core::mbarrier::{
+use mbarrier::{
     Mbarrier,
     Rule,
     Token,

@@ -15,7 +15,7 @@ use loom::{
     sync::Arc,
     thread, //
 };
-use nova_core::mbarrier::Mbarrier;
+use mbarrier::Mbarrier;
 
 struct Shared {
     word: Atomic<u64>,

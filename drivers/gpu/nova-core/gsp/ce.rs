@@ -48,11 +48,11 @@ use crate::{
         fw,
         regs::Doorbell,
     },
-    mbarrier::{
-        Mbarrier,
-        MAX_COUNT, //
-    },
     num::FromSafeCast, //
+};
+use mbarrier::{
+    Mbarrier,
+    MAX_COUNT, //
 };
 
 /// How often the driver looks at the barrier while it waits.

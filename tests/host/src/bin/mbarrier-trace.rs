@@ -10,7 +10,7 @@
 //!
 //! Output: `<op> -> phase=<P> parity=<0|1> pending=<n> expected=<n> tx=<n>
 //! result=<token:<phase>|true|false|ok>`, or `<op> -> error=<RULE>` (state unchanged; the
-//! rule names are `nova_core::mbarrier::Rule::name`). `<op>` is the line without its
+//! rule names are `mbarrier::Rule::name`). `<op>` is the line without its
 //! comment, with single spaces. The barrier's word has two phase bits; the full phase
 //! number is counted here, and a wait on a phase that is neither the current nor the
 //! previous one is refused with `WAIT_PHASE_RANGE` by that count.
@@ -24,7 +24,7 @@ use std::{
 };
 
 use kernel::sync::atomic::Atomic;
-use nova_core::mbarrier::{
+use mbarrier::{
     Mbarrier,
     Rule,
     Token, //

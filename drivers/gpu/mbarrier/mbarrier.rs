@@ -3,6 +3,10 @@
 //! The GPU's `mbarrier`: a phase barrier whose whole state is one 64-bit word in shared
 //! memory, exactly as PTX ISA 9.0 (§9.7.13.15) defines it.
 //!
+//! An object of the GPU's side, not of the driver's: the GPU's threads and copy engine
+//! use it, and so does whatever shares the memory with them (the virtual GSP's copy
+//! engine, the test bench's copies, `nova_core::gsp::ce`), hence a crate of its own.
+//!
 //! The word holds the phase (two bits; the parity is bit 0), whether the last completed
 //! phase has been observed by a successful wait, the pending and expected arrival
 //! counts (20 bits each) and the signed transaction count (21 bits). Every operation is
@@ -42,6 +46,9 @@
 //! `complete_tx`) is visible to an agent after its successful wait on that phase. Each
 //! update is a read-modify-write, so updates by other agents in between continue the
 //! release sequence.
+
+// Kbuild makes every crate `no_std` (`-Zcrate-attr=no_std`); cargo builds need it said.
+#![cfg_attr(not(CONFIG_RUST), no_std)]
 
 use bitfield_struct::bitfield;
 use kernel::{
