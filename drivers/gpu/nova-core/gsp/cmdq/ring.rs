@@ -45,9 +45,10 @@ use crate::gsp::fw::{
 
 /// The CPU's view of [`GspMem`]: the coherent allocation and the pointer accessors.
 ///
-/// The accessors of the `cpuq` side take the [`WriteCursor`] kept under [`Cmdq`](super::Cmdq)'s `tx`
-/// lock, those of the `gspq` side the [`ReadCursor`] kept under its `rx` lock: each half
-/// is used by one thread at a time, and the other half meanwhile by another.
+/// The accessors of the `cpuq` side take the [`WriteCursor`] kept under
+/// [`Cmdq`](super::Cmdq)'s `tx` lock, those of the `gspq` side the [`ReadCursor`] kept
+/// under its `rx` lock: each half is used by one thread at a time, and the other half
+/// meanwhile by another.
 pub struct DmaGspMem {
     pub(super) mem: Coherent<GspMem>,
 }

@@ -64,10 +64,11 @@ impl Cmdq {
     /// Sends `command` and waits for its reply, within [`Cmdq::RECEIVE_TIMEOUT`] in all.
     ///
     /// Other callers may send and wait meanwhile; the reply is the message matched with
-    /// the command ([`ReplyMatch`](super::ReplyMatch)), whatever else arrives first. Events that arrive
-    /// meanwhile go to their handlers ([`Cmdq::on_event`]), or are counted and logged at
-    /// debug level; messages for other callers reach them. The one timeout covers the
-    /// whole wait however many messages arrive (upstream's restarts with each).
+    /// the command ([`ReplyMatch`](super::ReplyMatch)), whatever else arrives first.
+    /// Events that arrive meanwhile go to their handlers ([`Cmdq::on_event`]), or are
+    /// counted and logged at debug level; messages for other callers reach them. The one
+    /// timeout covers the whole wait however many messages arrive (upstream's restarts with
+    /// each).
     ///
     /// # Errors
     ///
