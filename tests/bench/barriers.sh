@@ -4,9 +4,9 @@
 # tests/bench/barriers.sh [--aarch64] [COUNT]
 #
 # The DMA barriers one small command executes, per side, for the three barrier variants
-# of the driver (acq-rel, the design; all-full; seed, the pre-fix placement): builds
-# `vgsp-barriers` (the shim's counters on) once per variant, each with its features, in a
-# target directory of its own, runs each for COUNT (default 1000) 8-byte Echo commands in
+# of the driver (acq-rel, the design; all-full; seed, the pre-fix placement): makes each
+# variant's copy of the source (`cargo xtask variant-tree`), builds `vgsp-barriers` (the
+# shim's counters on) there, runs each for COUNT (default 1000) 8-byte Echo commands in
 # turns on one thread, and compares the full barriers per command.
 #
 # --aarch64: the same cross-built for aarch64-unknown-linux-gnu as tests/run.sh's aarch64
@@ -15,8 +15,8 @@
 # time. It then also
 #   - disassembles each binary (llvm-objdump-22): the all-full one must have no
 #     `dmb oshld`/`dmb oshst` in the driver or the virtual GSP (`writel`'s `dmb oshst`
-#     in the doorbell is the architecture's and stays), the seed one its `dmb ish`
-#     (`fence(SeqCst)`) in `advance_cpu_write_ptr`;
+#     in the doorbell is the architecture's and stays), the seed one a `dmb osh` and no
+#     `dmb oshst` in `advance_cpu_write_ptr`;
 #   - counts the `dmb` instructions each binary really executes under qemu-aarch64
 #     (every `dmb` of the binary its own translation block, `-singlestep -d exec,nochain
 #     -dfilter`), for COUNT and COUNT+100 commands: the difference over 100 is per
@@ -38,8 +38,6 @@ for arg in "$@"; do
 done
 
 VARIANTS=(acq-rel all-full seed)
-# shellcheck disable=SC2054 # The commas separate cargo features.
-declare -A FEATURES=([acq-rel]=barrier-stats [all-full]=barrier-stats,all-full [seed]=barrier-stats,seed-barriers)
 
 if [ "$ARCH" = aarch64 ]; then
     # As tests/run.sh: Debian's rustc-web has the std source that -Zbuild-std needs.
@@ -54,18 +52,21 @@ if [ "$ARCH" = aarch64 ]; then
         CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C relocation-model=static"
         cargo build --release --target aarch64-unknown-linux-gnu -Zbuild-std=std,panic_unwind)
     DIR=target/bench-barriers-aarch64
-    OUT=$DIR/aarch64-unknown-linux-gnu/release/vgsp-barriers
+    OUT=$DIR/target/aarch64-unknown-linux-gnu/release/vgsp-barriers
     RUN=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
 else
     BUILD=(cargo build --release)
     DIR=target/bench-barriers
-    OUT=$DIR/release/vgsp-barriers
+    OUT=$DIR/target/release/vgsp-barriers
     RUN=()
 fi
 
+ROOT=$PWD
 for v in "${VARIANTS[@]}"; do
     echo "building vgsp-barriers ($v, $ARCH)" >&2
-    "${BUILD[@]}" --quiet -p vgsp-bench --bin vgsp-barriers --features "${FEATURES[$v]}" --target-dir "$DIR"
+    cargo xtask variant-tree "$v" "$DIR/$v" >&2
+    (cd "$DIR/$v" && VGSP_BENCH_VARIANT=$v "${BUILD[@]}" --quiet -p vgsp-bench --bin vgsp-barriers \
+        --features barrier-stats --target-dir "$ROOT/$DIR/target")
     # Every variant's build leaves its binary at the same path: keep a copy per variant.
     cp "$OUT" "$DIR/vgsp-barriers-$v"
 done
@@ -79,7 +80,7 @@ for v in "${VARIANTS[@]}"; do
 done
 
 echo
-echo "full barriers per command ($ARCH; Full instructions, and the seed's fence(SeqCst)):"
+echo "full barriers per command ($ARCH; Full instructions):"
 for s in "${summaries[@]}"; do
     # summary variant=V arch=A commands=N driver_full=D gsp_full=G total_full=T ...
     declare -A f=()
@@ -109,8 +110,12 @@ for v in "${VARIANTS[@]}"; do
         fi
         ;;
     seed)
-        grep -qE $'^dmb ish\t.*advance_cpu_write_ptr' <<<"$mine" ||
-            { echo "FAIL: no dmb ish (fence(SeqCst)) in the seed's advance_cpu_write_ptr" >&2; exit 1; }
+        grep -qE $'^dmb osh\t.*advance_cpu_write_ptr' <<<"$mine" ||
+            { echo "FAIL: no dmb osh after the store in the seed's advance_cpu_write_ptr" >&2; exit 1; }
+        if grep -qE $'^dmb oshst\t.*advance_cpu_write_ptr' <<<"$mine"; then
+            echo "FAIL: the seed's advance_cpu_write_ptr still has its dmb oshst" >&2
+            exit 1
+        fi
         ;;
     esac
 done

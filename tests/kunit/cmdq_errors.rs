@@ -12,10 +12,7 @@ pub mod tests {
         time::Delta, //
     };
     use nova_core::gsp::{
-        commands::{
-            Echo,
-            GspInitDone, //
-        },
+        commands::GspInitDone,
         fault::{
             Fault,
             Origin, //
@@ -32,6 +29,7 @@ pub mod tests {
             //
         },
     };
+    use nova_testbench::rpc::Echo;
     use zerocopy::{
         FromBytes,
         IntoBytes, //

@@ -10,7 +10,6 @@ pub mod tests {
     use kernel::prelude::*;
     use nova_core::gsp::{
         cmdq::SEND_TIMEOUT,
-        commands::Echo,
         fw::{
             self,
             GspMsgElement,
@@ -21,6 +20,7 @@ pub mod tests {
             RPC_HEADER_SIZE, //
         },
     };
+    use nova_testbench::rpc::Echo;
     use zerocopy::IntoBytes;
 
     use crate::fixture::{

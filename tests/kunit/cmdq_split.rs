@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! An independent witness of split messages: elements written byte by byte from r570's
-//! rule, not by the virtual GSP's encoder nor with the driver's layout types, and every
-//! receive of the driver reassembling them.
+//! rule, not by the virtual GSP's encoder nor with the driver's layout types; every
+//! receive of the driver reassembling them, the driver's send writing exactly them, and
+//! the virtual GSP taking them as a command. The framing both sides share (`fw`'s header
+//! validation and checksum) is so checked against bytes neither side made.
 //!
 //! The rule, as r570 firmware sends a message whose payload does not fit one element
 //! (65 536 bytes less the 80 of the element and RPC headers): a full head of 16 slots,
 //! then `CONTINUATION_RECORD` (71) elements with the same `rpc.sequence`, each element's
-//! `rpc.length` the RPC header (32 bytes) plus its own chunk. `vgsp-tool replay-gspq` is
-//! checked on the same bytes by the host's `replay` test.
+//! `rpc.length` the RPC header (32 bytes) plus its own chunk. A command is framed the
+//! same, its `rpc_result` and `rpc_result_private` all ones until the GSP answers (as
+//! nouveau sends them). `vgsp-tool replay-gspq` is checked on the same bytes by the host's
+//! `replay` test.
 
 use kernel::prelude::*;
 
@@ -41,6 +45,25 @@ pub fn r570_element(
     chunk: &[u8],
     announced: usize,
 ) -> Result<KVec<u8>> {
+    element(seq_num, function, sequence, chunk, announced, R570_NV_OK)
+}
+
+/// `NV_OK`: the `rpc_result` and `rpc_result_private` of a message of the GSP.
+const R570_NV_OK: u32 = 0;
+
+/// The `rpc_result` and `rpc_result_private` of a command, which the GSP has not yet
+/// answered: all ones, as nouveau's `r535_gsp_rpc_get` fills them in.
+const R570_UNANSWERED: u32 = 0xffff_ffff;
+
+/// [`r570_element`] with `rpc_result` and `rpc_result_private` `result`.
+fn element(
+    seq_num: u32,
+    function: u32,
+    sequence: u32,
+    chunk: &[u8],
+    announced: usize,
+    result: u32,
+) -> Result<KVec<u8>> {
     let len = 80 + chunk.len();
     let mut el = KVec::new();
     el.resize(len.next_multiple_of(8), 0u8, GFP_KERNEL)?;
@@ -58,6 +81,8 @@ pub fn r570_element(
         u32::try_from(32 + announced).map_err(|_| EINVAL)?,
     );
     put(&mut el, 0x3c, function);
+    put(&mut el, 0x40, result);
+    put(&mut el, 0x44, result);
     put(&mut el, 0x48, sequence);
     el[80..len].copy_from_slice(chunk);
     let sum = el.chunks_exact(8).fold(0u64, |sum, word| {
@@ -83,6 +108,32 @@ pub fn r570_message(
     sequence: u32,
     payload: &[u8],
 ) -> Result<KVec<(KVec<u8>, u32)>> {
+    elements(seq_num, function, sequence, payload, R570_NV_OK)
+}
+
+/// [`r570_message`] for a command the driver sends: its `rpc_result` and
+/// `rpc_result_private` all ones.
+///
+/// # Errors
+///
+/// - `ENOMEM` if the buffers cannot be had.
+pub fn r570_command(
+    seq_num: u32,
+    function: u32,
+    sequence: u32,
+    payload: &[u8],
+) -> Result<KVec<(KVec<u8>, u32)>> {
+    elements(seq_num, function, sequence, payload, R570_UNANSWERED)
+}
+
+/// The elements of a message whose `rpc_result` and `rpc_result_private` are `result`.
+fn elements(
+    seq_num: u32,
+    function: u32,
+    sequence: u32,
+    payload: &[u8],
+    result: u32,
+) -> Result<KVec<(KVec<u8>, u32)>> {
     let mut elements = KVec::new();
     for (i, chunk) in payload.chunks(R570_CHUNK).enumerate() {
         let function = match i {
@@ -90,7 +141,7 @@ pub fn r570_message(
             _ => R570_CONTINUATION,
         };
         let seq = seq_num.wrapping_add(u32::try_from(i).map_err(|_| EINVAL)?);
-        let el = r570_element(seq, function, sequence, chunk, chunk.len())?;
+        let el = element(seq, function, sequence, chunk, chunk.len(), result)?;
         let slots = u32::try_from(el.len().div_ceil(4096)).map_err(|_| EINVAL)?;
         elements.push((el, slots), GFP_KERNEL)?;
     }
@@ -103,20 +154,27 @@ pub mod tests {
     use kernel::prelude::*;
     use nova_core::gsp::{
         commands::{
-            Echo,
             RmControl,
             RmControlHeader, //
         },
         fault::Fault,
         fw::{
+            self,
             MsgFunction,
-            //
+            CPUQ_OFFSET,
+            MSGQ_WRITE_PTR_OFFSET, //
         },
+    };
+    use nova_testbench::rpc::{
+        Echo,
+        EchoHeader,
+        EchoReply, //
     };
     use vgsp::Vgsp;
     use zerocopy::IntoBytes;
 
     use super::{
+        r570_command,
         r570_element,
         r570_message,
         R570_CHUNK, //
@@ -232,5 +290,52 @@ pub mod tests {
         check!(pair.cmdq.receive_any(LONG).err() == Some(EIO))?;
         check!(pair.cmdq.last_fault() == Some(Fault::LengthBeyondElement))?;
         check!(pair.cmdq.cpu_ptrs().1 == 16)
+    }
+
+    #[test]
+    fn the_driver_writes_a_split_rpc_as_r570_does() -> Result {
+        let pair = Pair::new()?;
+        let payload = Pair::pattern(2 * R570_CHUNK + 1000, 9)?;
+        let function = MsgFunction::VgspSink;
+        let sequence = pair
+            .cmdq
+            .send_rpc(pair.bar.bar(), function, &payload, LONG)?;
+        let view = pair.view();
+        let mut slot = 0;
+        for (want, n) in r570_command(0, function.into(), sequence, &payload)?.iter() {
+            let mut got = KVec::new();
+            got.resize(want.len(), 0u8, GFP_KERNEL)?;
+            view.read_bytes(CPUQ_OFFSET + fw::slot_offset(slot), &mut got)?;
+            check!(got[..] == want[..])?;
+            slot += n;
+        }
+        check!(pair.cmdq.cpu_ptrs().0 == slot)
+    }
+
+    #[test]
+    fn the_gsp_takes_a_split_command_written_as_r570_does() -> Result {
+        let mut pair = Pair::new()?;
+        let bytes = Pair::pattern(2 * R570_CHUNK + 1000, 6)?;
+        let header = EchoHeader {
+            length: u32::try_from(bytes.len())?,
+            reserved: 0,
+        };
+        let mut payload = KVec::new();
+        payload.extend_from_slice(header.as_bytes(), GFP_KERNEL)?;
+        payload.extend_from_slice(&bytes, GFP_KERNEL)?;
+        // Where the driver would have written them, published as the driver would.
+        let view = pair.view();
+        let mut slot = 0;
+        for (el, n) in r570_command(0, MsgFunction::VgspEcho.into(), 5, &payload)?.iter() {
+            view.write_bytes(CPUQ_OFFSET + fw::slot_offset(slot), el)?;
+            slot += n;
+        }
+        view.write32(CPUQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, slot)?;
+        pair.gsp_run()?;
+        let reply = pair.cmdq.receive_any(LONG)?;
+        check!(reply.function() == Ok(MsgFunction::VgspEcho))?;
+        check!(reply.sequence == 5)?;
+        let echo: EchoReply = pair.cmdq.read_msg(&reply)?;
+        check!(echo.0[..] == bytes[..])
     }
 }

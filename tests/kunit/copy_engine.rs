@@ -9,7 +9,8 @@ use kernel::prelude::*;
 #[kunit_tests(vgsp_copy_engine)]
 pub mod tests {
     use kernel::prelude::*;
-    use nova_core::gsp::{ce::CopyArena, fw};
+    use nova_core::gsp::fw;
+    use nova_testbench::ce::CopyArena;
 
     use crate::{
         fixture::{

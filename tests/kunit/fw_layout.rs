@@ -24,7 +24,6 @@ pub mod tests {
     };
     use nova_core::gsp::{
         commands::{
-            command_payload_len,
             ConfigMirror,
             GetGspStaticInfo,
             GspSetSystemInfo,
@@ -40,6 +39,7 @@ pub mod tests {
         fault::Fault,
         fw::*,
     };
+    use vgsp::command_payload_len;
     use zerocopy::IntoBytes;
 
     /// Returns the little-endian `u32` at `offset` of `bytes`.

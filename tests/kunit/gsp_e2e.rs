@@ -68,8 +68,6 @@ pub mod tests {
     use nova_core::gsp::{
         cmdq::GspMessage,
         commands::{
-            Echo,
-            EchoHeader,
             RmControl,
             RmControlHeader,
             UnloadingGuestDriver,
@@ -81,6 +79,10 @@ pub mod tests {
         },
     };
     use nova_core::num::FromSafeCast;
+    use nova_testbench::rpc::{
+        Echo,
+        EchoHeader, //
+    };
 
     use super::{
         mixed_sizes,

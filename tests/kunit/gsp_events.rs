@@ -83,10 +83,8 @@ impl EventHandler for Recorder {
 #[kunit_tests(nova_core_gsp_events)]
 pub mod tests {
     use kernel::prelude::*;
-    use nova_core::gsp::{
-        events::CopyEvent,
-        fw::MsgFunction, //
-    };
+    use nova_core::gsp::fw::MsgFunction;
+    use nova_testbench::rpc::CopyEvent;
     use zerocopy::IntoBytes;
 
     use super::Recorder;

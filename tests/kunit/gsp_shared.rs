@@ -18,13 +18,13 @@ use nova_core::gsp::{
         Cmdq,
         GspMessage, //
     },
-    commands::Echo,
     events::EventHandler,
     fw::{
         self,
         MsgFunction, //
     },
 };
+use nova_testbench::rpc::Echo;
 
 use crate::{
     fixture::SimBar0,
@@ -314,11 +314,11 @@ pub mod tests {
             PendingReply,
             ReplyMatch, //
         },
-        commands::{
-            Echo,
-            EchoReply, //
-        },
-        fw,
+        fw, //
+    };
+    use nova_testbench::rpc::{
+        Echo,
+        EchoReply, //
     };
 
     use super::{

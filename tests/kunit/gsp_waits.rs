@@ -76,12 +76,12 @@ pub mod tests {
 
     use kernel::time::delay::fsleep;
     use nova_core::gsp::{
-        ce::CopyArena,
         cmdq::NAP,
         commands::GspInitDone,
         fault::Fault,
         fw::MsgFunction, //
     };
+    use nova_testbench::ce::CopyArena;
     use vgsp::Progress;
 
     use super::{

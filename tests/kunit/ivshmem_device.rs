@@ -29,24 +29,24 @@ pub mod tests {
             Monotonic, //
         },
     };
-    use nova_core::{
-        gsp::{
-            cmdq::{
-                GspMessage,
-                MsgqSignal, //
-            },
-            commands::Echo,
-            fault::Fault,
-            fw::{
-                self,
-                MsgFunction, //
-            },
-            Gsp,
+    use nova_core::gsp::{
+        cmdq::{
+            GspMessage,
+            MsgqSignal, //
         },
+        fault::Fault,
+        fw::{
+            self,
+            MsgFunction, //
+        },
+        Gsp,
+    };
+    use nova_testbench::{
         ivshmem::{
             IvshmemGsp,
             PeerDoorbell, //
         },
+        rpc::Echo,
     };
 
     use vdev::ivshmem;

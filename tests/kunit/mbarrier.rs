@@ -18,6 +18,11 @@ pub mod tests {
     use mbarrier::{
         AsyncTracker,
         Mbarrier,
+        Op::{
+            self,
+            *, //
+        },
+        Outcome,
         Rule,
         Token,
         MAX_COUNT,
@@ -25,29 +30,8 @@ pub mod tests {
     };
     use vdev::run_beside;
 
-    /// One operation of a table row.
-    #[derive(Clone, Copy, Debug)]
-    enum Op {
-        Init(u32),
-        Inval,
-        Arrive(u32),
-        ArriveNoComplete(u32),
-        ExpectTx(u32),
-        ArriveExpectTx(u32),
-        CompleteTx(u32),
-        ArriveDrop(u32),
-        TestWait(u64),
-        TryWaitParity(u8),
-    }
-
-    /// What the operation must give.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    enum Want {
-        Ok,
-        Token(u64),
-        Wait(bool),
-        Err(Rule),
-    }
+    /// What an operation of a table row must give.
+    type Want = Result<Outcome, Rule>;
 
     /// A row: operations with their outcomes, then the state: `(phase mod 4, pending,
     /// expected, tx)`.
@@ -57,13 +41,28 @@ pub mod tests {
         end: (u8, u32, u32, i32),
     }
 
-    use Op::*;
-    use Want::{
-        Err as E,
-        Ok as K,
-        Token as T,
-        Wait as W, //
-    };
+    /// The token of phase `n`: the rows name the phases by number.
+    const fn phase(n: u64) -> Token {
+        Token::from_phase(n)
+    }
+
+    /// Done, with nothing to return.
+    const K: Want = Ok(Outcome::Done);
+
+    /// An arrival in phase `n`.
+    const fn t(n: u64) -> Want {
+        Ok(Outcome::Token(phase(n)))
+    }
+
+    /// A wait that found its phase completed (`true`) or not.
+    const fn w(completed: bool) -> Want {
+        Ok(Outcome::Wait(completed))
+    }
+
+    /// Refused for breaking `rule`.
+    const fn e(rule: Rule) -> Want {
+        Err(rule)
+    }
 
     const M: u32 = MAX_COUNT;
 
@@ -75,24 +74,24 @@ pub mod tests {
         },
         Row {
             name: "arrivals complete the phase and restore pending",
-            ops: &[(Init(2), K), (Arrive(1), T(0)), (Arrive(1), T(0))],
+            ops: &[(Init(2), K), (Arrive(1), t(0)), (Arrive(1), t(0))],
             end: (1, 2, 2, 0),
         },
         Row {
             name: "arrive with a count",
-            ops: &[(Init(4), K), (Arrive(3), T(0)), (Arrive(1), T(0))],
+            ops: &[(Init(4), K), (Arrive(3), t(0)), (Arrive(1), t(0))],
             end: (1, 4, 4, 0),
         },
         Row {
             name: "tx-count holds the phase until the bytes land",
             ops: &[
                 (Init(1), K),
-                (ArriveExpectTx(64), T(0)),
-                (TestWait(0), W(false)),
+                (ArriveExpectTx(64), t(0)),
+                (TestWait(phase(0)), w(false)),
                 (CompleteTx(32), K),
-                (TestWait(0), W(false)),
+                (TestWait(phase(0)), w(false)),
                 (CompleteTx(32), K),
-                (TestWait(0), W(true)),
+                (TestWait(phase(0)), w(true)),
             ],
             end: (1, 1, 1, 0),
         },
@@ -101,7 +100,7 @@ pub mod tests {
             ops: &[
                 (Init(1), K),
                 (CompleteTx(16), K),
-                (ArriveExpectTx(16), T(0)),
+                (ArriveExpectTx(16), t(0)),
             ],
             end: (1, 1, 1, 0),
         },
@@ -116,7 +115,7 @@ pub mod tests {
                 (Init(1), K),
                 (CompleteTx(8), K),
                 (ExpectTx(8), K),
-                (TestWait(0), W(false)),
+                (TestWait(phase(0)), w(false)),
             ],
             end: (0, 1, 1, 0),
         },
@@ -124,31 +123,31 @@ pub mod tests {
             name: "noComplete arrives but may not complete",
             ops: &[
                 (Init(2), K),
-                (ArriveNoComplete(1), T(0)),
-                (ArriveNoComplete(1), E(Rule::NoCompleteWouldComplete)),
-                (Arrive(1), T(0)),
+                (ArriveNoComplete(1), t(0)),
+                (ArriveNoComplete(1), e(Rule::NoCompleteWouldComplete)),
+                (Arrive(1), t(0)),
             ],
             end: (1, 2, 2, 0),
         },
         Row {
             name: "arrive_drop lowers the expected count",
-            ops: &[(Init(3), K), (ArriveDrop(1), T(0)), (Arrive(2), T(0))],
+            ops: &[(Init(3), K), (ArriveDrop(1), t(0)), (Arrive(2), t(0))],
             end: (1, 2, 2, 0),
         },
         Row {
             name: "arrive_drop of every participant",
-            ops: &[(Init(1), K), (ArriveDrop(1), E(Rule::ExpectedUnderflow))],
+            ops: &[(Init(1), K), (ArriveDrop(1), e(Rule::ExpectedUnderflow))],
             end: (0, 1, 1, 0),
         },
         Row {
             name: "operations on an uninitialised barrier",
             ops: &[
-                (Arrive(1), E(Rule::Uninitialized)),
-                (ExpectTx(1), E(Rule::Uninitialized)),
-                (CompleteTx(1), E(Rule::Uninitialized)),
-                (TestWait(0), E(Rule::Uninitialized)),
-                (TryWaitParity(0), E(Rule::Uninitialized)),
-                (Inval, E(Rule::Uninitialized)),
+                (Arrive(1), e(Rule::Uninitialized)),
+                (ExpectTx(1), e(Rule::Uninitialized)),
+                (CompleteTx(1), e(Rule::Uninitialized)),
+                (TestWait(phase(0)), e(Rule::Uninitialized)),
+                (TryWaitParity(0), e(Rule::Uninitialized)),
+                (Inval, e(Rule::Uninitialized)),
             ],
             end: (0, 0, 0, 0),
         },
@@ -157,25 +156,25 @@ pub mod tests {
             ops: &[
                 (Init(1), K),
                 (Inval, K),
-                (Arrive(1), E(Rule::Uninitialized)),
+                (Arrive(1), e(Rule::Uninitialized)),
                 (Init(2), K),
             ],
             end: (0, 2, 2, 0),
         },
         Row {
             name: "init of a live barrier",
-            ops: &[(Init(1), K), (Init(1), E(Rule::ReinitLive))],
+            ops: &[(Init(1), K), (Init(1), e(Rule::ReinitLive))],
             end: (0, 1, 1, 0),
         },
         Row {
             name: "counts out of range",
             ops: &[
-                (Init(0), E(Rule::CountRange)),
-                (Init(M + 1), E(Rule::CountRange)),
+                (Init(0), e(Rule::CountRange)),
+                (Init(M + 1), e(Rule::CountRange)),
                 (Init(M), K),
-                (Arrive(0), E(Rule::CountRange)),
-                (Arrive(M + 1), E(Rule::CountRange)),
-                (Arrive(M), T(0)),
+                (Arrive(0), e(Rule::CountRange)),
+                (Arrive(M + 1), e(Rule::CountRange)),
+                (Arrive(M), t(0)),
             ],
             end: (1, M, M, 0),
         },
@@ -183,8 +182,8 @@ pub mod tests {
             name: "an arrival beyond the pending count",
             ops: &[
                 (Init(2), K),
-                (Arrive(3), E(Rule::PendingUnderflow)),
-                (Arrive(2), T(0)),
+                (Arrive(3), e(Rule::PendingUnderflow)),
+                (Arrive(2), t(0)),
             ],
             end: (1, 2, 2, 0),
         },
@@ -192,8 +191,8 @@ pub mod tests {
             name: "arrivals after pending reached zero while bytes are outstanding",
             ops: &[
                 (Init(1), K),
-                (ArriveExpectTx(4), T(0)),
-                (Arrive(1), E(Rule::PendingUnderflow)),
+                (ArriveExpectTx(4), t(0)),
+                (Arrive(1), e(Rule::PendingUnderflow)),
             ],
             end: (0, 0, 1, 4),
         },
@@ -202,11 +201,11 @@ pub mod tests {
             ops: &[
                 (Init(1), K),
                 (ExpectTx(M), K),
-                (ExpectTx(1), E(Rule::TxRange)),
-                (CompleteTx(M + 1), E(Rule::TxRange)),
+                (ExpectTx(1), e(Rule::TxRange)),
+                (CompleteTx(M + 1), e(Rule::TxRange)),
                 (CompleteTx(M), K),
                 (CompleteTx(M), K),
-                (CompleteTx(1), E(Rule::TxRange)),
+                (CompleteTx(1), e(Rule::TxRange)),
             ],
             end: (0, 1, 1, -MAX_TX),
         },
@@ -214,13 +213,13 @@ pub mod tests {
             name: "waits only on the current or the previous phase",
             ops: &[
                 (Init(1), K),
-                (Arrive(1), T(0)),
-                (TestWait(1), W(false)),
-                (TestWait(0), W(true)),
-                (Arrive(1), T(1)),
-                (TestWait(1), W(true)),
-                (TestWait(0), E(Rule::WaitPhaseRange)),
-                (TestWait(3), E(Rule::WaitPhaseRange)),
+                (Arrive(1), t(0)),
+                (TestWait(phase(1)), w(false)),
+                (TestWait(phase(0)), w(true)),
+                (Arrive(1), t(1)),
+                (TestWait(phase(1)), w(true)),
+                (TestWait(phase(0)), e(Rule::WaitPhaseRange)),
+                (TestWait(phase(3)), e(Rule::WaitPhaseRange)),
             ],
             end: (2, 1, 1, 0),
         },
@@ -228,10 +227,10 @@ pub mod tests {
             name: "an arrival into the next phase before any wait",
             ops: &[
                 (Init(1), K),
-                (Arrive(1), T(0)),
-                (Arrive(1), E(Rule::ArriveBeforeWait)),
-                (TryWaitParity(0), W(true)),
-                (Arrive(1), T(1)),
+                (Arrive(1), t(0)),
+                (Arrive(1), e(Rule::ArriveBeforeWait)),
+                (TryWaitParity(0), w(true)),
+                (Arrive(1), t(1)),
             ],
             end: (2, 1, 1, 0),
         },
@@ -239,38 +238,17 @@ pub mod tests {
             name: "parity waits",
             ops: &[
                 (Init(1), K),
-                (TryWaitParity(2), E(Rule::WaitPhaseRange)),
-                (TryWaitParity(1), W(true)),
-                (ArriveExpectTx(8), T(0)),
-                (TryWaitParity(0), W(false)),
+                (TryWaitParity(2), e(Rule::WaitPhaseRange)),
+                (TryWaitParity(1), w(true)),
+                (ArriveExpectTx(8), t(0)),
+                (TryWaitParity(0), w(false)),
                 (CompleteTx(8), K),
-                (TryWaitParity(0), W(true)),
-                (TryWaitParity(1), W(false)),
+                (TryWaitParity(0), w(true)),
+                (TryWaitParity(1), w(false)),
             ],
             end: (1, 1, 1, 0),
         },
     ];
-
-    fn apply(b: &Mbarrier<'_>, op: Op) -> Want {
-        let token = |r: Result<Token, Rule>| match r {
-            Ok(t) => Want::Token(u64::from(t.phase_mod4())),
-            Err(e) => Want::Err(e),
-        };
-        let unit = |r: Result<(), Rule>| r.map_or_else(Want::Err, |()| Want::Ok);
-        let wait = |r: Result<bool, Rule>| r.map_or_else(Want::Err, Want::Wait);
-        match op {
-            Init(n) => unit(b.init(n)),
-            Inval => unit(b.inval()),
-            Arrive(n) => token(b.arrive(n)),
-            ArriveNoComplete(n) => token(b.arrive_nocomplete(n)),
-            ExpectTx(n) => unit(b.expect_tx(n)),
-            ArriveExpectTx(n) => token(b.arrive_expect_tx(n)),
-            CompleteTx(n) => unit(b.complete_tx(n)),
-            ArriveDrop(n) => token(b.arrive_drop(n)),
-            TestWait(p) => wait(b.test_wait(Token::from_phase(p))),
-            TryWaitParity(p) => wait(b.try_wait_parity(p)),
-        }
-    }
 
     #[test]
     fn every_rule_as_specified() {
@@ -279,10 +257,10 @@ pub mod tests {
             let b = Mbarrier::new(&word);
             for (i, &(op, want)) in row.ops.iter().enumerate() {
                 let before = word.load(Relaxed);
-                let got = apply(&b, op);
+                let got = b.apply(op);
                 // The row and the step ride along, for the host's report of a failure.
                 assert_eq!((row.name, i, got), (row.name, i, want));
-                if let Want::Err(_) = want {
+                if want.is_err() {
                     // A refused operation leaves the word as it was.
                     assert_eq!((row.name, i, word.load(Relaxed)), (row.name, i, before));
                 }

@@ -12,13 +12,11 @@ pub mod tests {
     use nova_core::gsp::{
         cmdq::read_payload,
         commands::{
-            EchoHeader,
             GetGspStaticInfo,
             GspInitDone,
             GspSetSystemInfo,
             GspStaticConfigInfo,
             LibosPrint,
-            ParamsDigest,
             RegistryEntryType,
             RmControl,
             RmControlHeader,
@@ -37,6 +35,11 @@ pub mod tests {
             MSGQ_WRITE_PTR_OFFSET, //
         },
         BOOT_REGISTRY,
+    };
+    use nova_testbench::rpc::{
+        params_digest,
+        EchoHeader,
+        ParamsDigest, //
     };
     use zerocopy::IntoBytes;
 
@@ -507,10 +510,10 @@ pub mod tests {
         assert_eq!(reply.status, fw::NV_OK);
         // FNV-1a 64 of the pattern, as the driver computes it; and of a known string, so
         // that the hash is FNV-1a's and not merely the two sides agreeing.
-        let want = nova_core::gsp::commands::params_digest(&params)?;
+        let want = params_digest(&params)?;
         assert!(reply.params[..] == *want.as_bytes());
         assert_eq!(
-            nova_core::gsp::commands::params_digest(b"a")?,
+            params_digest(b"a")?,
             ParamsDigest {
                 length: 1,
                 reserved: 0,

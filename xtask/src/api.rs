@@ -45,9 +45,10 @@
 //!    `-Zcrate-attr=no_std`, `OBJTREE` and `RUST_MODFILE`.
 //! 4. rustc's JSON diagnostics, one line per error, with the location in the driver (a
 //!    span inside a macro of the tree is followed out to its call site). The full rendered
-//!    diagnostics, warnings included, are kept in `<build>/api-7.3/diagnostics-<crate>.txt`
-//!    (the `mbarrier` crate the driver uses is compiled first), after the rustc command
-//!    that gave them.
+//!    diagnostics, warnings included, are kept in `<build>/api-7.3/diagnostics-<crate>.txt`,
+//!    after the rustc command that gave them. The driver uses no crate of the project's
+//!    own: what the test bench adds to it (`nova_testbench`, `mbarrier`) uses it, not the
+//!    other way round.
 
 use std::{
     fs,
@@ -81,9 +82,6 @@ use crate::{
 
 /// The driver crate's root.
 const CRATE_ROOT: &str = "drivers/gpu/nova-core/nova_core.rs";
-/// The crate the driver uses besides the tree's and crates.io's: compiled first, its
-/// metadata given to the driver's compilation.
-const MBARRIER_ROOT: &str = "drivers/gpu/mbarrier/mbarrier.rs";
 /// The crates of the tree's `rust/` the driver may use.
 const TREE_CRATES: &[&str] = &[
     "ffi",
@@ -724,8 +722,7 @@ pub(crate) fn location(diag: &Value, roots: &[(&Path, &str)], base: &Path) -> St
     }
 }
 
-/// Compiles the driver's metadata against the tree, after that of the `mbarrier` crate it
-/// uses; returns rustc's errors in both.
+/// Compiles the driver's metadata against the tree; returns rustc's errors.
 fn measure(
     repo: &Path,
     tree: &Tree,
@@ -734,21 +731,7 @@ fn measure(
 ) -> Result<Vec<Finding>, String> {
     let out = tree.build.join("api-7.3");
     fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let mut findings = measure_crate(repo, tree, externs, deps, "mbarrier", MBARRIER_ROOT)?;
-    let mut with_mbarrier = externs.to_vec();
-    with_mbarrier.push(format!(
-        "--extern=mbarrier={}",
-        out.join("libmbarrier.rmeta").display()
-    ));
-    findings.extend(measure_crate(
-        repo,
-        tree,
-        &with_mbarrier,
-        deps,
-        "nova_core",
-        CRATE_ROOT,
-    )?);
-    Ok(findings)
+    measure_crate(repo, tree, externs, deps, "nova_core", CRATE_ROOT)
 }
 
 /// Compiles the metadata of crate `name`, whose root is `root` in the repository, against

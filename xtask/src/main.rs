@@ -21,6 +21,9 @@
 //! plugin, and the trace decided under Linux's DMA contract and arm64's architecture;
 //! with `--mutants`, every mutant above too (see [`ordering`]).
 //!
+//! `cargo xtask variant-tree NAME DIR`: a copy of the sources with the barriers of one of
+//! the benchmark's variants, made from the same points and mutations (see [`variant`]).
+//!
 //! `cargo xtask litmus [--check] [FILE|DIR]...`: C litmus tests in LKMM's format decided
 //! by the contract checker; with no path, Linux 7.3's own, checked against their `Result:`
 //! lines (see [`litmus`]).
@@ -44,6 +47,7 @@ mod linux;
 mod litmus;
 mod ordering;
 mod upstream;
+mod variant;
 
 use std::{
     collections::VecDeque,
@@ -368,11 +372,16 @@ fn all_mutants(root: &Path) -> Result<(Vec<Point>, Vec<Mutant>), String> {
     Ok((points, mutants))
 }
 
-fn ordering_mutants(args: &[String]) -> Result<bool, String> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+/// The repository's root.
+fn repo_root() -> Result<PathBuf, String> {
+    Ok(PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .ok_or("no repository root")?
-        .to_path_buf();
+        .to_path_buf())
+}
+
+fn ordering_mutants(args: &[String]) -> Result<bool, String> {
+    let root = repo_root()?;
     let mut jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut list = false;
     let mut it = args.iter();
@@ -466,8 +475,9 @@ fn main() -> ExitCode {
         Some("api-7.3") => api::api_7_3(&args[1..]),
         Some("kernel-7.3") => kernel::kernel_7_3(&args[1..]),
         Some("upstream") => upstream::upstream(&args[1..]),
+        Some("variant-tree") => repo_root().and_then(|root| variant::variant_tree(&root, &args[1..])),
         _ => Err("usage: cargo xtask ordering-mutants [--jobs N] [--list] | \
-                  ordering-trace [--mutants] | litmus [--check] [FILE|DIR]... | linux-7.3 | \
+                  ordering-trace [--mutants] | variant-tree NAME DIR | litmus [--check] [FILE|DIR]... | linux-7.3 | \
                   check-patches [--tree DIR] | api-7.3 [--tree DIR] | \
                   kernel-7.3 [--without-project] [x86_64|arm64]... | \
                   upstream [--tree DIR] [--patch FILE]... [--gsp-fault NAME|all]... [WHAT...]"

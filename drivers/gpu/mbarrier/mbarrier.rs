@@ -5,7 +5,7 @@
 //!
 //! An object of the GPU's side, not of the driver's: the GPU's threads and copy engine
 //! use it, and so does whatever shares the memory with them (the virtual GSP's copy
-//! engine, the test bench's copies, `nova_core::gsp::ce`), hence a crate of its own.
+//! engine, the test bench's copies, `nova_testbench::ce`), hence a crate of its own.
 //!
 //! The word holds the phase (two bits; the parity is bit 0), whether the last completed
 //! phase has been observed by a successful wait, the pending and expected arrival
@@ -141,7 +141,7 @@ pub struct Token(u8);
 
 impl Token {
     /// Returns the token of phase `phase` (a full phase number, reduced modulo 4).
-    pub fn from_phase(phase: u64) -> Self {
+    pub const fn from_phase(phase: u64) -> Self {
         // CAST: reduced to two bits.
         Self((phase % 4) as u8)
     }
@@ -169,6 +169,47 @@ pub struct Snapshot {
     pub tx: i32,
     /// Whether the last completed phase has been observed by a wait.
     pub observed: bool,
+}
+
+/// One operation on a barrier, named for the PTX instruction it stands for, to run as
+/// data (a trace, a table, a model) through [`Mbarrier::apply`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `mbarrier.init` with this count: [`Mbarrier::init`].
+    Init(u32),
+    /// `mbarrier.inval`: [`Mbarrier::inval`].
+    Inval,
+    /// `mbarrier.arrive` with this count: [`Mbarrier::arrive`].
+    Arrive(u32),
+    /// `mbarrier.arrive.noComplete` with this count: [`Mbarrier::arrive_nocomplete`].
+    ArriveNoComplete(u32),
+    /// `mbarrier.arrive_drop` with this count: [`Mbarrier::arrive_drop`].
+    ArriveDrop(u32),
+    /// `mbarrier.expect_tx` of this many bytes: [`Mbarrier::expect_tx`].
+    ExpectTx(u32),
+    /// `mbarrier.arrive.expect_tx` of this many bytes: [`Mbarrier::arrive_expect_tx`].
+    ArriveExpectTx(u32),
+    /// `mbarrier.complete_tx` of this many bytes: [`Mbarrier::complete_tx`].
+    CompleteTx(u32),
+    /// `mbarrier.test_wait` on the phase of this token: [`Mbarrier::test_wait`].
+    TestWait(Token),
+    /// `mbarrier.try_wait` on the phase of this token: [`Mbarrier::try_wait`].
+    TryWait(Token),
+    /// `mbarrier.test_wait.parity` with this parity: [`Mbarrier::test_wait_parity`].
+    TestWaitParity(u8),
+    /// `mbarrier.try_wait.parity` with this parity: [`Mbarrier::try_wait_parity`].
+    TryWaitParity(u8),
+}
+
+/// What an [`Op`] gave when the barrier accepted it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// `init`, `inval`, `expect_tx` or `complete_tx`: done, with nothing to return.
+    Done,
+    /// An arrival: the token of the phase it arrived in.
+    Token(Token),
+    /// A wait: whether the phase had completed.
+    Wait(bool),
 }
 
 /// What kind of arrival.
@@ -422,6 +463,29 @@ impl<'a> Mbarrier<'a> {
             0 | 1 => Ok(s.phase() & 1 != parity),
             _ => Err(Rule::WaitPhaseRange),
         })
+    }
+
+    /// Performs `op`, by the method its variant names.
+    ///
+    /// # Errors
+    ///
+    /// The rule `op` breaks, as that method reports it; the word is then unchanged.
+    pub fn apply(&self, op: Op) -> Result<Outcome, Rule> {
+        let done = |()| Outcome::Done;
+        match op {
+            Op::Init(count) => self.init(count).map(done),
+            Op::Inval => self.inval().map(done),
+            Op::Arrive(count) => self.arrive(count).map(Outcome::Token),
+            Op::ArriveNoComplete(count) => self.arrive_nocomplete(count).map(Outcome::Token),
+            Op::ArriveDrop(count) => self.arrive_drop(count).map(Outcome::Token),
+            Op::ExpectTx(bytes) => self.expect_tx(bytes).map(done),
+            Op::ArriveExpectTx(bytes) => self.arrive_expect_tx(bytes).map(Outcome::Token),
+            Op::CompleteTx(bytes) => self.complete_tx(bytes).map(done),
+            Op::TestWait(token) => self.test_wait(token).map(Outcome::Wait),
+            Op::TryWait(token) => self.try_wait(token).map(Outcome::Wait),
+            Op::TestWaitParity(parity) => self.test_wait_parity(parity).map(Outcome::Wait),
+            Op::TryWaitParity(parity) => self.try_wait_parity(parity).map(Outcome::Wait),
+        }
     }
 
     /// Evaluates a wait condition on the word; on success records that the completed

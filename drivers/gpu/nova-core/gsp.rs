@@ -2,7 +2,6 @@
 
 //! The GPU System Processor: its command queue and its bring-up.
 
-pub mod ce;
 pub mod cmdq;
 pub mod commands;
 pub mod events;
@@ -235,7 +234,7 @@ impl Gsp {
     ///
     /// - Any error of [`Cmdq::read_msg`] (a message shorter than its header).
     /// - Any error of sending the answer.
-    pub fn run_cpu_sequencer<B: Doorbell + Bar0Registers>(
+    pub(crate) fn run_cpu_sequencer<B: Doorbell + Bar0Registers>(
         &self,
         bar: &B,
         msg: &GspMessage,

@@ -6,12 +6,12 @@
 use kernel::prelude::*;
 use mbarrier::Mbarrier;
 use nova_core::{
-    gsp::{
-        commands::CeCopy,
-        events::CopyEvent,
-        fw::MsgFunction, //
-    },
+    gsp::fw::MsgFunction,
     num::FromSafeCast, //
+};
+use nova_testbench::rpc::{
+    CeCopy,
+    CopyEvent, //
 };
 use vdev::DmaView;
 use zerocopy::{

@@ -6,9 +6,6 @@
 use kernel::prelude::*;
 use nova_core::gsp::{
     commands::{
-        self,
-        params_digest,
-        EchoHeader,
         FbRegion,
         GspSetSystemInfo,
         GspStaticConfigInfo,
@@ -17,7 +14,6 @@ use nova_core::gsp::{
         RegistryEntryType,
         RmControlHeader, //
     },
-    events::MmuFault,
     fw::{
         self,
         GspMsgElement,
@@ -28,6 +24,11 @@ use nova_core::gsp::{
     sequencer::SequencerDone,
 };
 use nova_core::num::FromSafeCast;
+use nova_testbench::rpc::{
+    params_digest,
+    EchoHeader,
+    MmuFault, //
+};
 use zerocopy::{
     FromBytes,
     IntoBytes, //
@@ -66,7 +67,7 @@ use crate::{
 pub const VGSP_CTRL_CMD_ECHO: u32 = 0x0f00_0001;
 
 /// `VGSP_CTRL_CMD_DIGEST`: the virtual GSP's RM control answered with status `NV_OK` and,
-/// as its parameters, the [`ParamsDigest`](commands::ParamsDigest) of the parameters sent (their length and
+/// as its parameters, the [`ParamsDigest`](nova_testbench::rpc::ParamsDigest) of the parameters sent (their length and
 /// FNV-1a hash): a reply of one element whatever the control's size, for a driver whose
 /// receive path does not reassemble continuation records. Numbered as
 /// [`VGSP_CTRL_CMD_ECHO`], the next index.
@@ -145,18 +146,17 @@ impl Vgsp<'_> {
         }
         // A command's `rpc.length` covers its own chunk only, the head's too (`validate_header`
         // refuses more); where a split command ends, the command itself says.
-        let total =
-            match commands::command_payload_len(header.rpc.function, &self.rx_buf[..chunk_len]) {
-                Ok(Some(total)) if total >= chunk_len && total <= fw::MAX_RPC_PAYLOAD => total,
-                Ok(None) => chunk_len,
-                Ok(Some(_)) | Err(_) => {
-                    return self.reject(
-                        header.rpc.function,
-                        header.rpc.sequence,
-                        "command length refused",
-                    )
-                }
-            };
+        let total = match command_payload_len(header.rpc.function, &self.rx_buf[..chunk_len]) {
+            Ok(Some(total)) if total >= chunk_len && total <= fw::MAX_RPC_PAYLOAD => total,
+            Ok(None) => chunk_len,
+            Ok(Some(_)) | Err(_) => {
+                return self.reject(
+                    header.rpc.function,
+                    header.rpc.sequence,
+                    "command length refused",
+                )
+            }
+        };
         // Only a full head is followed by continuation records.
         if total > chunk_len && chunk_len != fw::MAX_ELEMENT_PAYLOAD {
             return self.reject(
@@ -424,4 +424,41 @@ fn parse_registry(payload: &[u8]) -> Option<u32> {
         entries = next;
     }
     Some(table.num_entries)
+}
+
+/// Returns the payload length of the whole command that a head element starting with
+/// `head` begins, read from the command's own fields as the firmware reads them, or
+/// `None` for a function whose commands never span more than one element.
+///
+/// A split command's head carries only its own chunk in `rpc.length` (upstream's and
+/// nouveau's `rpc.length`: header plus chunk); the GSP learns where the command ends
+/// from the command itself: the registry table's `size`, an echo's `length`, an RM
+/// control's `params_size`.
+///
+/// # Errors
+///
+/// - `EIO` if `head` is too short to hold the field.
+pub fn command_payload_len(function: u32, head: &[u8]) -> Result<Option<usize>> {
+    match MsgFunction::try_from(function) {
+        Ok(MsgFunction::SetRegistry) => {
+            let (table, _) = PackedRegistryTable::read_from_prefix(head).map_err(|_| EIO)?;
+            Ok(Some(usize::from_safe_cast(table.size)))
+        }
+        Ok(MsgFunction::VgspEcho | MsgFunction::VgspSink) => {
+            let (echo, _) = EchoHeader::read_from_prefix(head).map_err(|_| EIO)?;
+            // The sum cannot overflow a 64-bit `usize`.
+            Ok(Some(
+                core::mem::size_of::<EchoHeader>() + usize::from_safe_cast(echo.length),
+            ))
+        }
+        Ok(MsgFunction::GspRmControl) => {
+            let (control, _) = RmControlHeader::read_from_prefix(head).map_err(|_| EIO)?;
+            // As for the echo, the sum cannot overflow.
+            Ok(Some(
+                core::mem::size_of::<RmControlHeader>()
+                    + usize::from_safe_cast(control.params_size),
+            ))
+        }
+        _ => Ok(None),
+    }
 }

@@ -62,6 +62,7 @@ use vdev::DmaView;
 use zerocopy::FromBytes;
 
 pub use crate::commands::{
+    command_payload_len,
     VGSP_CTRL_CMD_DIGEST,
     VGSP_CTRL_CMD_ECHO, //
 };

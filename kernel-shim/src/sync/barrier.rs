@@ -15,19 +15,13 @@
 //! Every instruction is emitted by an `asm!` block without `nomem`, so it is a compiler
 //! barrier as well.
 //!
-//! # Benchmark features
+//! # Benchmark feature
 //!
-//! Two features exist for the benchmark (`tests/bench`) only; both are off by default and
-//! no normal build enables them:
-//!
-//! - `dma-mb-all-full`: every [`dma_mb`] emits the [`Full`] instruction, whatever flavour
-//!   the caller asked for ([`DMA_MB_ALL_FULL`]), so that the same driver can be measured
-//!   with every barrier `Full` without a line of it changing. The barriers of `readl` and
-//!   `writel` ([`crate::io::Io::read32`], [`crate::io::Io::write32`]) are the
-//!   architecture's and stay as they are.
-//! - `dma-mb-stats`: every executed [`dma_mb`], and every barrier of `readl`/`writel`, is
-//!   counted in global relaxed atomics (`stats`). Without it nothing is counted and a
-//!   barrier costs exactly its instruction.
+//! `dma-mb-stats`, for the benchmark (`tests/bench`) only and off by default: every
+//! executed [`dma_mb`], and every barrier of `readl`/`writel`, is counted in global
+//! relaxed atomics (`stats`). Without it nothing is counted and a barrier costs exactly
+//! its instruction. (The benchmark's barrier variants are copies of the source with other
+//! barriers, `cargo xtask variant-tree`: nothing here changes a barrier.)
 
 mod private {
     pub trait Sealed {}
@@ -80,17 +74,13 @@ pub use ordering::{
 /// `stats::DmaMbCounts`).
 pub const FLAVOURS: [&str; 3] = ["Full", "Read", "Write"];
 
-/// The instruction [`dma_mb`] of each flavour of [`FLAVOURS`] emits on this architecture
-/// (before `dma-mb-all-full`); empty for a compiler barrier.
+/// The instruction [`dma_mb`] of each flavour of [`FLAVOURS`] emits on this architecture;
+/// empty for a compiler barrier.
 pub const DMA_INSTRUCTIONS: [&str; 3] = [
     Full::DMA_INSTRUCTION,
     Read::DMA_INSTRUCTION,
     Write::DMA_INSTRUCTION,
 ];
-
-/// Whether every [`dma_mb`] emits the [`Full`] instruction (feature `dma-mb-all-full`,
-/// for the benchmark only).
-pub const DMA_MB_ALL_FULL: bool = cfg!(feature = "dma-mb-all-full");
 
 impl private::Sealed for Full {}
 impl private::Sealed for Read {}
@@ -152,8 +142,7 @@ compile_error!("kernel::sync::barrier: no barrier instructions for this architec
 
 /// A DMA memory barrier: orders accesses as a bus-mastering device sees them.
 ///
-/// With the feature `dma-mb-all-full` (benchmarks only) every flavour emits the [`Full`]
-/// instruction; with `dma-mb-stats` the call is counted (`stats`).
+/// With the feature `dma-mb-stats` (benchmarks only) the call is counted (`stats`).
 ///
 /// With the feature `trace` it is applied as `VGSP_MUTANT` mutates the barrier at the
 /// caller's source location (`kernel::trace`).
@@ -163,14 +152,10 @@ compile_error!("kernel::sync::barrier: no barrier instructions for this architec
 pub fn dma_mb<T: MemoryBarrier>(_: T) {
     #[cfg(feature = "dma-mb-stats")]
     stats::count_driver(T::INDEX);
-    if DMA_MB_ALL_FULL {
-        Full::dma()
-    } else {
-        #[cfg(feature = "trace")]
-        crate::trace::barrier::<T>(core::panic::Location::caller());
-        #[cfg(not(feature = "trace"))]
-        T::dma()
-    }
+    #[cfg(feature = "trace")]
+    crate::trace::barrier::<T>(core::panic::Location::caller());
+    #[cfg(not(feature = "trace"))]
+    T::dma()
 }
 
 /// A DMA memory barrier, under the model: a loom fence, recorded and mutable by the
@@ -178,16 +163,12 @@ pub fn dma_mb<T: MemoryBarrier>(_: T) {
 #[cfg(loom)]
 #[track_caller]
 pub fn dma_mb<T: MemoryBarrier>(_: T) {
-    crate::model::barrier(if DMA_MB_ALL_FULL {
-        crate::model::Flavour::Full
-    } else {
-        T::FLAVOUR
-    })
+    crate::model::barrier(T::FLAVOUR)
 }
 
 /// The DMA barrier of `readl` and `writel` (upstream's `__iormb` and `__iowmb`, which on
-/// arm64 are `dma_rmb` and `dma_wmb`): the architecture's, not the driver's, so the
-/// barrier variants leave it as it is; `stats` counts it apart from [`dma_mb`].
+/// arm64 are `dma_rmb` and `dma_wmb`): the architecture's, not the driver's; `stats`
+/// counts it apart from [`dma_mb`].
 #[cfg(not(loom))]
 #[inline(always)]
 pub(crate) fn io_dma_mb<T: MemoryBarrier>(_: T) {
@@ -216,8 +197,6 @@ pub mod stats {
         Ordering::Relaxed, //
     };
 
-    use super::DMA_MB_ALL_FULL;
-
     static DMA_MB: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
     static IO: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
 
@@ -236,11 +215,8 @@ pub mod stats {
     /// Executed DMA barriers, each array indexed as [`super::FLAVOURS`].
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
     pub struct DmaMbCounts {
-        /// [`super::dma_mb`] calls, by the flavour the caller asked for.
+        /// [`super::dma_mb`] calls, by flavour: the barrier instructions they emitted.
         pub asked: [u64; 3],
-        /// The barrier instructions those calls emitted, by flavour: `asked`, or with
-        /// `dma-mb-all-full` every one of them `Full`.
-        pub emitted: [u64; 3],
         /// The barriers of `readl`/`writel` (`Io::read32`, `Io::write32`), by flavour.
         pub io: [u64; 3],
     }
@@ -251,7 +227,6 @@ pub mod stats {
             let sub = |a: [u64; 3], b: [u64; 3]| core::array::from_fn(|i| a[i] - b[i]);
             Self {
                 asked: sub(self.asked, earlier.asked),
-                emitted: sub(self.emitted, earlier.emitted),
                 io: sub(self.io, earlier.io),
             }
         }
@@ -259,21 +234,14 @@ pub mod stats {
         /// Returns the barrier instructions executed by flavour, `dma_mb` and
         /// `readl`/`writel` together.
         pub fn instructions(&self) -> [u64; 3] {
-            core::array::from_fn(|i| self.emitted[i] + self.io[i])
+            core::array::from_fn(|i| self.asked[i] + self.io[i])
         }
     }
 
     /// Returns the counts so far.
     pub fn snapshot() -> DmaMbCounts {
-        let asked: [u64; 3] = core::array::from_fn(|i| DMA_MB[i].load(Relaxed));
-        let emitted = if DMA_MB_ALL_FULL {
-            [asked.iter().sum(), 0, 0]
-        } else {
-            asked
-        };
         DmaMbCounts {
-            asked,
-            emitted,
+            asked: core::array::from_fn(|i| DMA_MB[i].load(Relaxed)),
             io: core::array::from_fn(|i| IO[i].load(Relaxed)),
         }
     }

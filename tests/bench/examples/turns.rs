@@ -17,12 +17,10 @@ use kernel::{
     prelude::*,
     time::Delta, //
 };
-use nova_core::gsp::{
-    commands::{
-        Echo,
-        Sink, //
-    },
-    fw::MsgFunction,
+use nova_core::gsp::fw::MsgFunction;
+use nova_testbench::rpc::{
+    Echo,
+    Sink, //
 };
 use vgsp_kunit::fixture::Pair;
 

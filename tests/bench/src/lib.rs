@@ -103,7 +103,7 @@
 //!   a second) of one, two and eight callers sharing one queue, as the driver's threads
 //!   share it ([`queue::rpc_throughput`]). Each caller calls
 //!   [`Cmdq::send_command`](nova_core::gsp::cmdq::Cmdq::send_command) in a loop with an
-//!   [`Echo`](nova_core::gsp::commands::Echo) of [`queue::RPC_PAYLOAD`] (256) bytes, about
+//!   [`Echo`](nova_testbench::rpc::Echo) of [`queue::RPC_PAYLOAD`] (256) bytes, about
 //!   the parameters of a typical RM control (one slot each way), and checks that the reply
 //!   is its payload; every caller has a payload of its own, so a reply handed to the wrong
 //!   caller is caught. A failed or wrong reply fails the figure with its error; it is never
@@ -163,19 +163,17 @@
 //!
 //! # Barrier variants
 //!
-//! nova-core has two benchmark-only features that change its barriers and nothing else
-//! ("Barrier variants" in [`nova_core::gsp::cmdq`]): `all-full`, every `dma_mb` of the
-//! driver and the virtual GSP emitting the `Full` instruction, and `seed-barriers`, the
-//! seed's pre-fix placement (no barrier before the write-pointer store, `fence(SeqCst)`
-//! after it, none after loading the GSP's write pointer: the known bug). This crate
-//! forwards them as its own features `all-full` and `seed-barriers`; [`VARIANT`] is the
-//! variant a build measures (from [`nova_core::BARRIER_VARIANT`]) and is in every queue
-//! figure of the table and the JSON file. The features are never enabled in the
-//! workspace's builds (cargo would unify them into every crate of the build): each
-//! variant is built apart, in a target directory of its own.
+//! The design's barriers are measured against two variants: `all-full`, every `dma_mb` of
+//! the driver and the virtual GSP `Full`, and `seed`, the seed's pre-fix placement (the
+//! write-pointer barrier after the pointer store, none after loading the GSP's write
+//! pointer: the known bug). Neither is a build option of the driver: `cargo xtask
+//! variant-tree NAME DIR` writes a copy of the source with that variant's barriers, made
+//! from the same ordering points and mutations as the ordering mutants, and this crate is
+//! built there with `VGSP_BENCH_VARIANT=NAME`, which [`VARIANT`] reports in every queue
+//! figure of the table and the JSON file.
 //!
-//! - `--variants` ([`variants`]): first has cargo build this binary with each of the two
-//!   features into `target/bench-variants` (release), then runs the usual repetitions;
+//! - `--variants` ([`variants`]): first makes each variant's copy of the source and builds
+//!   this binary there (release, `target/bench-variants`), then runs the usual repetitions;
 //!   each repetition of each queue figure is followed at once by the same repetition in
 //!   each variant's binary (`--measure-one KEY`, a process a figure). The RPC throughput
 //!   figures (`rpc_*_per_s`, [`FigureSpec::across_variants`]) are left out: they compare
@@ -221,18 +219,13 @@ use kernel::prelude::*;
 pub use report::Report;
 
 /// The barrier variant of the driver this harness is built against, recorded with every
-/// queue figure: `acq-rel` (the design), or, in a build with one of this crate's features
-/// `all-full` and `seed-barriers` (forwarded to nova-core's), `all-full` or `seed`. Taken
-/// from the driver itself ([`nova_core::BARRIER_VARIANT`]); the assertion below keeps it
-/// from lying whichever way the features were enabled.
-pub const VARIANT: &str = nova_core::BARRIER_VARIANT;
-
-// The driver's idea of its barriers is the shim's: `all-full` enabled through `vgsp` alone
-// would make every barrier `Full` while the driver named its build `acq-rel`.
-const _: () = assert!(
-    nova_core::BARRIER_ALL_FULL == kernel::sync::barrier::DMA_MB_ALL_FULL,
-    "the driver and the shim disagree on whether every barrier is Full"
-);
+/// queue figure: `acq-rel` (the design), or the name the variant's build gave
+/// (`VGSP_BENCH_VARIANT`, set by [`variants::build`] for a copy of the source that
+/// `cargo xtask variant-tree` made).
+pub const VARIANT: &str = match option_env!("VGSP_BENCH_VARIANT") {
+    Some(name) => name,
+    None => DESIGN_VARIANT,
+};
 
 /// The name of the design's variant, against which the others are compared.
 pub const DESIGN_VARIANT: &str = "acq-rel";

@@ -40,11 +40,6 @@ use nova_core::gsp::{
         Cmdq,
         MsgqSignal, //
     },
-    commands::{
-        Echo,
-        EchoReply,
-        Sink, //
-    },
     fw::{
         self,
         MsgFunction,
@@ -56,6 +51,11 @@ use nova_core::gsp::{
         BAR0_SIZE,
         NV_PGSP_QUEUE_HEAD, //
     },
+};
+use nova_testbench::rpc::{
+    Echo,
+    EchoReply,
+    Sink, //
 };
 use vgsp::{
     Progress,

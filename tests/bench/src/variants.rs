@@ -2,11 +2,12 @@
 
 //! The driver's barrier variants, measured in the same run as the design: `--variants`.
 //!
-//! A variant is the same driver built with one of nova-core's benchmark-only features
-//! (see "Barrier variants" in [`nova_core::gsp::cmdq`]), so it is another build of this
-//! very binary: [`build`] has cargo build one for each of [`OTHER_VARIANTS`] into a target
-//! directory of its own (`target/bench-variants`; the workspace's normal builds never see
-//! those features), and [`Variant::measure`] runs it for one repetition of one figure
+//! A variant is the same driver with other barriers, in a copy of the source that `cargo
+//! xtask variant-tree` makes (see "Barrier variants" in the crate's documentation), so it
+//! is another build of this very binary: [`build`] makes the copy of each of
+//! [`OTHER_VARIANTS`] (`target/bench-variants/NAME`) and has cargo build this binary there,
+//! into a target directory of the variants' own (`target/bench-variants/target`), and
+//! [`Variant::measure`] runs it for one repetition of one figure
 //! (`--measure-one KEY`), which prints one [`SAMPLE_TAG`] line. The harness runs the
 //! variants' repetition of a queue figure right after its own, back to back, so that the
 //! per-repetition ratio compares figures measured under the same weather.
@@ -29,9 +30,8 @@ use crate::{
     Sample, //
 };
 
-/// The variants other than the design, as `(name, feature of this crate)`. The name is
-/// what [`nova_core::BARRIER_VARIANT`] says in a build with that feature.
-pub const OTHER_VARIANTS: &[(&str, &str)] = &[("all-full", "all-full"), ("seed", "seed-barriers")];
+/// The variants other than the design, as `cargo xtask variant-tree` names them.
+pub const OTHER_VARIANTS: &[&str] = &["all-full", "seed"];
 
 /// What `--measure-one` prints before its figure.
 pub const SAMPLE_TAG: &str = "vgsp-bench-sample";
@@ -47,51 +47,64 @@ fn target_dir() -> PathBuf {
 /// A build of this benchmark against another barrier variant of the driver.
 #[derive(Clone, Debug)]
 pub struct Variant {
-    /// Its name, as [`nova_core::BARRIER_VARIANT`] of that build gives it.
+    /// Its name, as [`crate::VARIANT`] of that build gives it.
     pub name: &'static str,
     /// The executable.
     pub exe: PathBuf,
 }
 
-/// Builds (release) this benchmark with each feature of [`OTHER_VARIANTS`], copying each
-/// executable to `target/bench-variants/vgsp-bench-NAME`. Cargo's output goes to standard
-/// error.
+/// Makes the copy of the source of each of [`OTHER_VARIANTS`] and builds (release) this
+/// benchmark there, copying each executable to `target/bench-variants/vgsp-bench-NAME`.
+/// Cargo's output goes to standard error.
 ///
 /// # Errors
 ///
-/// Why cargo could not be run or a build failed.
+/// Why cargo could not be run, or a copy or a build failed.
 pub fn build(progress: &mut dyn FnMut(&str)) -> Result<Vec<Variant>, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let dir = target_dir();
-    let mut out = Vec::new();
-    for &(name, feature) in OTHER_VARIANTS {
-        progress(&format!(
-            "building the {name} variant (--features {feature})"
-        ));
-        let status = Command::new(&cargo)
-            .current_dir(WORKSPACE)
-            .args([
-                "build",
-                "--release",
-                "--quiet",
-                "-p",
-                "vgsp-bench",
-                "--bin",
-                "vgsp-bench",
-                "--features",
-                feature,
-                "--target-dir",
-            ])
-            .arg(&dir)
+    let run = |what: &str, cmd: &mut Command| -> Result<(), String> {
+        let status = cmd
             .stdout(Stdio::null())
             .status()
             .map_err(|e| format!("cannot run {cargo}: {e}"))?;
-        if !status.success() {
-            return Err(format!("building the {name} variant failed"));
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("{what} failed"))
         }
+    };
+    let mut out = Vec::new();
+    for &name in OTHER_VARIANTS {
+        let tree = dir.join(name);
+        progress(&format!("making and building the {name} variant"));
+        run(
+            &format!("cargo xtask variant-tree {name}"),
+            Command::new(&cargo)
+                .current_dir(WORKSPACE)
+                .args(["xtask", "variant-tree", name])
+                .arg(&tree),
+        )?;
+        run(
+            &format!("building the {name} variant"),
+            Command::new(&cargo)
+                .current_dir(&tree)
+                .env("VGSP_BENCH_VARIANT", name)
+                .args([
+                    "build",
+                    "--release",
+                    "--quiet",
+                    "-p",
+                    "vgsp-bench",
+                    "--bin",
+                    "vgsp-bench",
+                    "--target-dir",
+                ])
+                .arg(dir.join("target")),
+        )?;
         // Every variant build leaves its binary at the same path: keep a copy per variant.
         let exe = dir.join(format!("vgsp-bench-{name}"));
-        std::fs::copy(dir.join("release/vgsp-bench"), &exe)
+        std::fs::copy(dir.join("target/release/vgsp-bench"), &exe)
             .map_err(|e| format!("cannot copy the {name} binary: {e}"))?;
         out.push(Variant { name, exe });
     }

@@ -23,15 +23,13 @@ use kernel::{
 };
 use nova_core::gsp::{
     cmdq::CommandToGsp as _,
-    commands::{
-        Echo,
-        UnloadingGuestDriver, //
-    },
+    commands::UnloadingGuestDriver,
     fw::{
         self,
         MsgFunction, //
     },
 };
+use nova_testbench::rpc::Echo;
 
 /// The prefix of this program's log lines.
 const __LOG_PREFIX: &[u8] = b"vgsp_host\0";

@@ -9,13 +9,13 @@
 use kernel::time::Delta;
 use nova_core::gsp::{
     cmdq::CommandToGsp as _,
-    commands::Echo,
     fw::{
         self,
         MsgFunction,
         MSGQ_NUM_PAGES, //
     },
 };
+use nova_testbench::rpc::Echo;
 
 const MAX_LEN: usize = 200 * 1024;
 const LOG_EVERY: u64 = 1000;

@@ -6,14 +6,12 @@
 mod common;
 
 use kernel::prelude::*;
-use nova_core::gsp::{
-    commands::Echo,
-    fw::{
-        MsgFunction,
-        GSPQ_OFFSET,
-        MSGQ_WRITE_PTR_OFFSET, //
-    },
+use nova_core::gsp::fw::{
+    MsgFunction,
+    GSPQ_OFFSET,
+    MSGQ_WRITE_PTR_OFFSET, //
 };
+use nova_testbench::rpc::Echo;
 use vgsp_kunit::{
     cmdq_split::{
         r570_message,

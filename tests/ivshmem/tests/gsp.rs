@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The driver's device code (`nova_core::ivshmem`) against the real ivshmem server and
+//! The driver's device code (`nova_testbench::ivshmem`) against the real ivshmem server and
 //! host GSP process, with this test in the role QEMU and the guest play together: it
 //! joins the server as a peer, maps the shared memory as BAR2 (the mailbox), and
 //! simulates BAR0, whose doorbell register rings the GSP's eventfd exactly as QEMU's
@@ -66,7 +66,6 @@ use nova_core::{
     gsp::cmdq::CommandToGsp as _,
     gsp::{
         cmdq::MsgqSignal,
-        commands::Echo,
         fault::Fault,
         fw::{
             self,
@@ -76,6 +75,8 @@ use nova_core::{
             GSP_PAGE_SIZE, //
         },
     },
+};
+use nova_testbench::{
     ivshmem::{
         DriverAttach,
         GspAttach,
@@ -89,6 +90,7 @@ use nova_core::{
         REGS_SIZE,
         SHM_SIZE, //
     },
+    rpc::Echo,
 };
 use vgsp_ivshmem::client::{
     Peer,

@@ -6,6 +6,8 @@
 use kernel::sync::atomic::Atomic;
 use mbarrier::{
     Mbarrier,
+    Op,
+    Outcome,
     Rule,
     Token,
     MAX_COUNT,
@@ -25,29 +27,6 @@ struct Reference {
     observed: bool,
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Op {
-    Init(u32),
-    Inval,
-    Arrive(u32),
-    ArriveNoComplete(u32),
-    ArriveDrop(u32),
-    ExpectTx(u32),
-    ArriveExpectTx(u32),
-    CompleteTx(u32),
-    /// A wait on the phase this many phases back from the current one.
-    TestWait(u8),
-    WaitParity(u8),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Out {
-    Ok,
-    Token(u8),
-    Wait(bool),
-    Err(Rule),
-}
-
 impl Reference {
     fn complete_if_due(&mut self) {
         if self.pending == 0 && self.tx == 0 {
@@ -57,47 +36,53 @@ impl Reference {
         }
     }
 
-    fn arrival(&mut self, count: u32, bytes: u32, no_complete: bool, drop: bool) -> Out {
+    fn arrival(
+        &mut self,
+        count: u32,
+        bytes: u32,
+        no_complete: bool,
+        drop: bool,
+    ) -> Result<Outcome, Rule> {
         let (count, bytes) = (i64::from(count), i64::from(bytes));
         if !self.live {
-            return Out::Err(Rule::Uninitialized);
+            return Err(Rule::Uninitialized);
         }
         if count == 0 || count > i64::from(MAX_COUNT) {
-            return Out::Err(Rule::CountRange);
+            return Err(Rule::CountRange);
         }
         if bytes > i64::from(MAX_COUNT) || self.tx + bytes > i64::from(MAX_TX) {
-            return Out::Err(Rule::TxRange);
+            return Err(Rule::TxRange);
         }
         if !self.observed {
-            return Out::Err(Rule::ArriveBeforeWait);
+            return Err(Rule::ArriveBeforeWait);
         }
         if count > self.pending {
-            return Out::Err(Rule::PendingUnderflow);
+            return Err(Rule::PendingUnderflow);
         }
         if drop && count >= self.expected {
-            return Out::Err(Rule::ExpectedUnderflow);
+            return Err(Rule::ExpectedUnderflow);
         }
         if no_complete && self.pending - count == 0 && self.tx + bytes == 0 {
-            return Out::Err(Rule::NoCompleteWouldComplete);
+            return Err(Rule::NoCompleteWouldComplete);
         }
-        let token = (self.phase % 4) as u8;
+        let token = Token::from_phase(self.phase);
         self.tx += bytes;
         if drop {
             self.expected -= count;
         }
         self.pending -= count;
         self.complete_if_due();
-        Out::Token(token)
+        Ok(Outcome::Token(token))
     }
 
-    fn apply(&mut self, op: Op) -> Out {
+    fn apply(&mut self, op: Op) -> Result<Outcome, Rule> {
         match op {
             Op::Init(n) => {
                 if self.live {
-                    return Out::Err(Rule::ReinitLive);
+                    return Err(Rule::ReinitLive);
                 }
                 if n == 0 || n > MAX_COUNT {
-                    return Out::Err(Rule::CountRange);
+                    return Err(Rule::CountRange);
                 }
                 *self = Self {
                     live: true,
@@ -106,72 +91,62 @@ impl Reference {
                     observed: true,
                     ..Self::default()
                 };
-                Out::Ok
+                Ok(Outcome::Done)
             }
-            Op::Inval if !self.live => Out::Err(Rule::Uninitialized),
+            Op::Inval if !self.live => Err(Rule::Uninitialized),
             Op::Inval => {
                 *self = Self::default();
-                Out::Ok
+                Ok(Outcome::Done)
             }
             Op::Arrive(n) => self.arrival(n, 0, false, false),
             Op::ArriveNoComplete(n) => self.arrival(n, 0, true, false),
             Op::ArriveDrop(n) => self.arrival(n, 0, false, true),
             Op::ArriveExpectTx(b) => self.arrival(1, b, false, false),
-            Op::ExpectTx(_) | Op::CompleteTx(_) | Op::TestWait(_) | Op::WaitParity(_)
-                if !self.live =>
-            {
-                Out::Err(Rule::Uninitialized)
-            }
+            _ if !self.live => Err(Rule::Uninitialized),
             Op::ExpectTx(b) => {
                 if b > MAX_COUNT || self.tx + i64::from(b) > i64::from(MAX_TX) {
-                    return Out::Err(Rule::TxRange);
+                    return Err(Rule::TxRange);
                 }
                 self.tx += i64::from(b);
-                Out::Ok
+                Ok(Outcome::Done)
             }
             Op::CompleteTx(b) => {
                 if b > MAX_COUNT || self.tx - i64::from(b) < -i64::from(MAX_TX) {
-                    return Out::Err(Rule::TxRange);
+                    return Err(Rule::TxRange);
                 }
                 self.tx -= i64::from(b);
                 self.complete_if_due();
-                Out::Ok
+                Ok(Outcome::Done)
             }
-            Op::TestWait(back) => match back {
-                0 => Out::Wait(false),
-                1 => {
-                    self.observed = true;
-                    Out::Wait(true)
+            // A token names its phase modulo 4: this many phases back from the current.
+            Op::TestWait(t) | Op::TryWait(t) => {
+                match self.phase.wrapping_sub(t.phase_mod4().into()) % 4 {
+                    0 => Ok(Outcome::Wait(false)),
+                    1 => {
+                        self.observed = true;
+                        Ok(Outcome::Wait(true))
+                    }
+                    _ => Err(Rule::WaitPhaseRange),
                 }
-                _ => Out::Err(Rule::WaitPhaseRange),
-            },
-            Op::WaitParity(p) if p > 1 => Out::Err(Rule::WaitPhaseRange),
-            Op::WaitParity(p) => {
+            }
+            Op::TestWaitParity(p) | Op::TryWaitParity(p) if p > 1 => Err(Rule::WaitPhaseRange),
+            Op::TestWaitParity(p) | Op::TryWaitParity(p) => {
                 let done = (self.phase & 1) as u8 != p;
                 self.observed |= done;
-                Out::Wait(done)
+                Ok(Outcome::Wait(done))
             }
         }
     }
 }
 
-fn apply(b: &Mbarrier<'_>, r: &Reference, op: Op) -> Out {
-    let token = |t: Result<Token, Rule>| t.map_or_else(Out::Err, |t| Out::Token(t.phase_mod4()));
-    let unit = |u: Result<(), Rule>| u.map_or_else(Out::Err, |()| Out::Ok);
-    let wait = |w: Result<bool, Rule>| w.map_or_else(Out::Err, Out::Wait);
+/// The generated sequences give a wait as how many phases back from the current one it
+/// waits on, in its token; this names that phase's own token, for the current `phase`.
+fn resolve(op: Op, phase: u64) -> Op {
     match op {
-        Op::Init(n) => unit(b.init(n)),
-        Op::Inval => unit(b.inval()),
-        Op::Arrive(n) => token(b.arrive(n)),
-        Op::ArriveNoComplete(n) => token(b.arrive_nocomplete(n)),
-        Op::ArriveDrop(n) => token(b.arrive_drop(n)),
-        Op::ExpectTx(n) => unit(b.expect_tx(n)),
-        Op::ArriveExpectTx(n) => token(b.arrive_expect_tx(n)),
-        Op::CompleteTx(n) => unit(b.complete_tx(n)),
-        Op::TestWait(back) => {
-            wait(b.test_wait(Token::from_phase(r.phase.wrapping_sub(back.into()))))
-        }
-        Op::WaitParity(p) => wait(b.try_wait_parity(p)),
+        Op::TestWait(back) => Op::TestWait(Token::from_phase(
+            phase.wrapping_sub(back.phase_mod4().into()),
+        )),
+        op => op,
     }
 }
 
@@ -198,8 +173,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => bytes().prop_map(Op::ExpectTx),
         4 => bytes().prop_map(Op::ArriveExpectTx),
         4 => bytes().prop_map(Op::CompleteTx),
-        4 => (0u8..3).prop_map(Op::TestWait),
-        4 => (0u8..3).prop_map(Op::WaitParity),
+        4 => (0u8..3).prop_map(|back| Op::TestWait(Token::from_phase(back.into()))),
+        4 => (0u8..3).prop_map(Op::TryWaitParity),
     ]
 }
 
@@ -212,8 +187,9 @@ proptest! {
         let b = Mbarrier::new(&word);
         let mut r = Reference::default();
         for (i, op) in ops.iter().enumerate() {
-            let got = apply(&b, &r, *op);
-            let want = r.apply(*op);
+            let op = resolve(*op, r.phase);
+            let got = b.apply(op);
+            let want = r.apply(op);
             prop_assert_eq!(got, want, "op {} {:?}", i, op);
             let s = b.snapshot();
             prop_assert_eq!(s.initialised, r.live);

@@ -57,10 +57,6 @@ use nova_core::gsp::{
         Cmdq,
         GspMessage, //
     },
-    commands::{
-        Echo,
-        EchoHeader, //
-    },
     events::EventHandler,
     fw::{
         MsgFunction,
@@ -76,6 +72,10 @@ use nova_core::gsp::{
         BAR0_SIZE,
         NV_PGSP_QUEUE_HEAD, //
     },
+};
+use nova_testbench::rpc::{
+    Echo,
+    EchoHeader, //
 };
 use vgsp::{
     Progress,

@@ -20,10 +20,10 @@ use kernel::{
     time::Delta, //
 };
 use nova_core::gsp::{
-    commands::Echo,
     regs::BAR0_SIZE,
     Gsp, //
 };
+use nova_testbench::rpc::Echo;
 use vdev::SimBar;
 use vgsp_kunit::{
     fixture::SimBar0,

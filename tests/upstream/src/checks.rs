@@ -26,12 +26,10 @@ use kernel::{
     },
 };
 use nova_core::gsp::{
-    commands::{
-        params_digest,
-        RmControlHeader, //
-    },
+    commands::RmControlHeader,
     fw::MAX_ELEMENT_PAYLOAD, //
 };
+use nova_testbench::rpc::params_digest;
 use zerocopy::IntoBytes as _;
 
 use vgsp::{

@@ -47,18 +47,10 @@
 //! checks this hand-over (`tests/model`: the two-caller scenario, and the contract
 //! checker's lock litmus tests).
 //!
-//! # Barrier variants (benchmark only)
-//!
-//! Two Cargo features change the barriers above and nothing else, so that `tests/bench`
-//! can measure this design against the alternatives. Both are off by default, no normal
-//! build or test enables them, and neither is ever meant for use:
-//!
-//! - `all-full`: every `dma_mb` of the driver and the virtual GSP emits the `Full`
-//!   instruction (the shim's `dma-mb-all-full`); no line here changes.
-//! - `seed-barriers`: the seed's pre-fix placement, the known bug this design fixes:
-//!   `DmaGspMem::advance_cpu_write_ptr` stores the pointer with no barrier before it and
-//!   a `fence(SeqCst)` after it, and `DmaGspMem::gsp_write_ptr` has no barrier after its
-//!   load. The ordering proof's seed regression shows it wrong.
+//! The benchmark compares these barriers with the alternatives (every one `Full`, and
+//! the seed's pre-fix placement) by building mutated copies of the source, as the
+//! ordering mutants are made (`cargo xtask variant-tree`); no build of this crate has a
+//! barrier variant.
 //!
 //! # Sharing
 //!
@@ -116,6 +108,21 @@
 //! flight at once and nobody waits for another's reply; what is lost is the check that a
 //! reply is its command's (a reply the firmware dropped would shift the replies of that
 //! function onto the next callers, where by sequence it is a timeout for one caller).
+//!
+//! # Sending
+//!
+//! Five entry points, one path (`send_parts`: the elements under the `tx` lock, the
+//! doorbell after each), each for what the others cannot do:
+//!
+//! - [`Cmdq::send_command`] and [`Cmdq::send_command_no_wait`]: upstream's two, a command
+//!   and its reply, and a command the GSP does not answer.
+//! - [`Cmdq::submit`]: a command whose reply is awaited later, through the
+//!   [`PendingReply`] it returns: several commands in flight from one caller.
+//! - [`Cmdq::post`]: a command whose reply nobody awaits by sequence; it is received as a
+//!   message no one awaits ([`Cmdq::receive_any`]), for callers that match replies
+//!   themselves and one-way streams.
+//! - [`Cmdq::send_rpc`]: a function and bytes with no type: what no [`CommandToGsp`]
+//!   can be, malformed and replayed traffic for the test bench and the fuzzer.
 //!
 //! # Waiting
 //!
@@ -229,6 +236,7 @@ use self::replies::{
     Want,
     WAIT_QUEUES, //
 };
+pub(crate) use self::ring::DmaGspMem;
 pub(crate) use self::wait::Budget;
 use self::{
     receive::CmdqRx,
@@ -239,7 +247,6 @@ pub use self::{
         Delivery,
         ReplyMatch, //
     },
-    ring::DmaGspMem,
     wait::{
         NAP,
         SEND_TIMEOUT, //
@@ -417,7 +424,7 @@ pub struct Cmdq {
 
 impl Cmdq {
     /// How long [`Cmdq::send_command`] waits for the reply, as upstream.
-    pub const RECEIVE_TIMEOUT: Delta = Delta::from_secs(5);
+    pub(crate) const RECEIVE_TIMEOUT: Delta = Delta::from_secs(5);
 
     /// Allocates the shared memory of `dev` and initialises both queues.
     ///
@@ -477,7 +484,7 @@ impl Cmdq {
     }
 
     /// Returns the number of events of `function` handed to its handler.
-    pub fn events_dispatched(&self, function: MsgFunction) -> u64 {
+    pub(crate) fn events_dispatched(&self, function: MsgFunction) -> u64 {
         self.events.lock().dispatched_of(function)
     }
 

@@ -25,7 +25,6 @@
 use kernel::prelude::*;
 use static_assertions::const_assert_eq;
 use zerocopy::{
-    FromBytes,
     FromZeros,
     IntoBytes, //
 };
@@ -593,7 +592,7 @@ impl CommandToGsp for SetRegistry {
 }
 
 /// The number of frame buffer region slots in [`FbRegionInfo`].
-pub const FB_REGION_SLOTS: usize = 16;
+pub(crate) const FB_REGION_SLOTS: usize = 16;
 
 /// One region of the frame buffer, as the GSP describes it.
 #[repr(C)]
@@ -634,7 +633,7 @@ impl FbRegion {
     /// Returns whether the driver may allocate from the region, by upstream's rule: not
     /// reserved, not protected, fit for compressed and for isochronous surfaces, and
     /// not inverted.
-    pub fn is_usable(&self) -> bool {
+    pub(crate) fn is_usable(&self) -> bool {
         self.reserved == 0
             && self.protected == 0
             && self.support_compressed != 0
@@ -943,99 +942,6 @@ fn bytes(rest: &[u8]) -> Result<KVec<u8>> {
     Ok(copy)
 }
 
-/// The fixed part of [`MsgFunction::VgspEcho`] and [`MsgFunction::VgspSink`]: the length of
-/// the bytes that follow, which is how the GSP knows where a split one ends.
-#[repr(C)]
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
-)]
-pub struct EchoHeader {
-    /// The number of bytes after this header.
-    pub length: u32,
-    /// Zero; keeps the bytes 8-byte aligned in the element.
-    pub reserved: u32,
-}
-
-assert_layout!(EchoHeader, size 0x8, {
-    length: 0x0,
-    reserved: 0x4,
-});
-
-impl EchoHeader {
-    /// The header of `len` bytes.
-    ///
-    /// # Errors
-    ///
-    /// - `EMSGSIZE` if `len` does not fit in 32 bits.
-    fn of(len: usize) -> Result<Self> {
-        Ok(Self {
-            length: u32::try_from(len).map_err(|_| EMSGSIZE)?,
-            reserved: 0,
-        })
-    }
-}
-
-/// `VGSP_ECHO`: bytes of any length that the virtual GSP sends back: for tests and
-/// benchmarks. The reply's payload is the bytes alone ([`EchoReply`]).
-pub struct Echo<'a>(pub &'a [u8]);
-
-impl CommandToGsp for Echo<'_> {
-    const FUNCTION: MsgFunction = MsgFunction::VgspEcho;
-    type Command = EchoHeader;
-    type Reply = EchoReply;
-
-    fn init(&self) -> EchoHeader {
-        // A longer payload is refused by the send before anything reaches the ring
-        // (`MAX_RPC_PAYLOAD` is far below 4 GiB); 0 never passes for it.
-        EchoHeader::of(self.0.len()).unwrap_or_default()
-    }
-
-    fn variable_payload(&self) -> &[u8] {
-        self.0
-    }
-
-    /// The bytes alone come back.
-    fn reply_len(&self) -> Option<usize> {
-        Some(self.0.len())
-    }
-}
-
-/// The reply to an [`Echo`]: the bytes the virtual GSP sent back.
-pub struct EchoReply(pub KVec<u8>);
-
-impl MessageFromGsp for EchoReply {
-    const FUNCTION: MsgFunction = MsgFunction::VgspEcho;
-    type Message = ();
-
-    fn read(_: &(), rest: &[u8]) -> Result<Self> {
-        Ok(Self(bytes(rest)?))
-    }
-}
-
-/// `VGSP_SINK`: bytes of any length that the virtual GSP consumes and answers with an
-/// empty reply ([`SinkReply`]): the benchmark's one-way traffic.
-pub struct Sink<'a>(pub &'a [u8]);
-
-impl CommandToGsp for Sink<'_> {
-    const FUNCTION: MsgFunction = MsgFunction::VgspSink;
-    type Command = EchoHeader;
-    type Reply = SinkReply;
-
-    fn init(&self) -> EchoHeader {
-        // As for `Echo`.
-        EchoHeader::of(self.0.len()).unwrap_or_default()
-    }
-
-    fn variable_payload(&self) -> &[u8] {
-        self.0
-    }
-}
-
-empty_reply! {
-    /// The virtual GSP's answer to a [`Sink`]: an empty payload.
-    SinkReply, VgspSink
-}
-
 /// The fixed part of `GSP_RM_CONTROL` (r570's `rpc_gsp_rm_control_v03_00`): which control
 /// to run on which object, and the length of its parameters, which follow it. The GSP
 /// answers with the same structure, `status` set and the parameters filled in.
@@ -1145,85 +1051,6 @@ impl MessageFromGsp for RmControlReply {
     }
 }
 
-/// The parameters of the virtual GSP's digest control's reply: how many parameter bytes
-/// the control carried and their FNV-1a 64-bit hash ([`params_digest`]), a reply of 16
-/// bytes whatever the size of the control, so that a driver whose receive path cannot
-/// take a reply split into continuation records can still check a large control arrived
-/// byte for byte. Not an r570 structure: the virtual GSP's own.
-#[repr(C)]
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
-)]
-pub struct ParamsDigest {
-    /// The number of parameter bytes.
-    pub length: u32,
-    /// Zero.
-    pub reserved: u32,
-    /// The FNV-1a 64-bit hash of the parameter bytes.
-    pub fnv1a64: u64,
-}
-
-assert_layout!(ParamsDigest, size 0x10, {
-    length: 0x0,
-    reserved: 0x4,
-    fnv1a64: 0x8,
-});
-
-/// Returns the [`ParamsDigest`] of `params`.
-///
-/// # Errors
-///
-/// - `EMSGSIZE` if `params` is 4 GiB or more.
-pub fn params_digest(params: &[u8]) -> Result<ParamsDigest> {
-    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0100_0000_01b3;
-    let fnv1a64 = params.iter().fold(OFFSET_BASIS, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(PRIME)
-    });
-    Ok(ParamsDigest {
-        length: u32::try_from(params.len()).map_err(|_| EMSGSIZE)?,
-        reserved: 0,
-        fnv1a64,
-    })
-}
-
-/// Returns the payload length of the whole command that a head element starting with
-/// `head` begins, read from the command's own fields as the firmware reads them, or
-/// `None` for a function whose commands never span more than one element.
-///
-/// A split command's head carries only its own chunk in `rpc.length` (upstream's and
-/// nouveau's `rpc.length`: header plus chunk); the GSP learns where the command ends
-/// from the command itself: the registry table's `size`, an echo's `length`, an RM
-/// control's `params_size`.
-///
-/// # Errors
-///
-/// - `EIO` if `head` is too short to hold the field.
-pub fn command_payload_len(function: u32, head: &[u8]) -> Result<Option<usize>> {
-    match MsgFunction::try_from(function) {
-        Ok(MsgFunction::SetRegistry) => {
-            let (table, _) = PackedRegistryTable::read_from_prefix(head).map_err(|_| EIO)?;
-            Ok(Some(usize::from_safe_cast(table.size)))
-        }
-        Ok(MsgFunction::VgspEcho | MsgFunction::VgspSink) => {
-            let (echo, _) = EchoHeader::read_from_prefix(head).map_err(|_| EIO)?;
-            // The sum cannot overflow a 64-bit `usize`.
-            Ok(Some(
-                core::mem::size_of::<EchoHeader>() + usize::from_safe_cast(echo.length),
-            ))
-        }
-        Ok(MsgFunction::GspRmControl) => {
-            let (control, _) = RmControlHeader::read_from_prefix(head).map_err(|_| EIO)?;
-            // As for the echo, the sum cannot overflow.
-            Ok(Some(
-                core::mem::size_of::<RmControlHeader>()
-                    + usize::from_safe_cast(control.params_size),
-            ))
-        }
-        _ => Ok(None),
-    }
-}
-
 /// `UNLOADING_GUEST_DRIVER`: the driver is going away (r570's unloading-guest-driver
 /// RPC, version 0x1f07).
 #[repr(C)]
@@ -1257,35 +1084,4 @@ empty_reply! {
     /// The GSP's answer to [`UnloadingGuestDriver`]: an empty payload (the r570 firmware's
     /// carries nothing the driver reads either).
     UnloadingGuestDriverReply, UnloadingGuestDriver
-}
-
-/// `VGSP_CE_COPY`: asks the (virtual) GSP's copy engine to copy `len` bytes from bus
-/// address `src` to bus address `dst` in chunks of `chunk` bytes, reporting each chunk
-/// with `complete_tx` on the `mbarrier` whose word is at bus address `barrier`. The GSP
-/// acknowledges with an empty reply before the first byte lands.
-#[repr(C)]
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
-)]
-pub struct CeCopy {
-    /// Where the bytes come from.
-    pub src: u64,
-    /// Where they go.
-    pub dst: u64,
-    /// The barrier word (8-byte aligned).
-    pub barrier: u64,
-    /// How many bytes.
-    pub len: u32,
-    /// Bytes per `complete_tx`.
-    pub chunk: u32,
-}
-
-const_assert_eq!(core::mem::size_of::<CeCopy>(), 32);
-
-command_as_is!(CeCopy, VgspCeCopy, CeCopyAck);
-
-empty_reply! {
-    /// The GSP's acknowledgement of a [`CeCopy`], sent before the first byte lands: an empty
-    /// payload whose `rpc_result` says whether the copy was taken.
-    CeCopyAck, VgspCeCopy
 }

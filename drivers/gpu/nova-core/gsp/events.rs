@@ -24,20 +24,10 @@
 //! [`Cmdq::on_event`]: crate::gsp::cmdq::Cmdq::on_event
 
 use kernel::prelude::*;
-// The derives: see `fw`.
-use zerocopy_derive::{
-    FromBytes,
-    Immutable,
-    IntoBytes,
-    KnownLayout, //
-};
 
 use crate::gsp::{
     cmdq::GspMessage,
-    fw::{
-        assert_layout,
-        MsgFunction, //
-    },
+    fw::MsgFunction, //
 };
 
 /// What the driver does with one event function.
@@ -123,7 +113,7 @@ impl Events {
     }
 
     /// Returns the number of events of `function` handed to its handler.
-    pub fn dispatched_of(&self, function: MsgFunction) -> u64 {
+    pub(crate) fn dispatched_of(&self, function: MsgFunction) -> u64 {
         let function = u32::from(function);
         self.handlers
             .iter()
@@ -141,33 +131,3 @@ pub(crate) fn is_event(msg: &GspMessage) -> bool {
 pub(crate) fn is_event_function(function: u32) -> bool {
     MsgFunction::try_from(function).is_ok_and(MsgFunction::is_event)
 }
-
-/// The payload of the virtual GSP's `MMU_FAULT_QUEUED`: the bus address a DMA of its
-/// copy engine could not translate. Not r570's fault buffer entry, which describes a
-/// GPU MMU fault the virtual GPU cannot have.
-#[repr(C)]
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
-)]
-pub struct MmuFault {
-    /// The address.
-    pub bus: u64,
-}
-
-/// The payload of the virtual GSP's `RC_TRIGGERED` (robust-channel recovery) and
-/// `POST_EVENT` (a notification): the RPC sequence number of the copy-engine request
-/// they are about. Not r570's structures, which name channels the virtual GPU does not
-/// have.
-#[repr(C)]
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
-)]
-pub struct CopyEvent {
-    /// The request's `rpc.sequence`.
-    pub sequence: u32,
-    /// Reserved, 0.
-    pub pad: u32,
-}
-
-assert_layout!(MmuFault, size 0x8, { bus: 0x0 });
-assert_layout!(CopyEvent, size 0x8, { sequence: 0x0, pad: 0x4 });

@@ -36,7 +36,7 @@ pub type Bar0<'a> = Mmio<'a, Region<BAR0_SIZE>>;
 ///
 /// On a GPU it is a write of [`NV_PGSP_QUEUE_HEAD`](struct@NV_PGSP_QUEUE_HEAD) in BAR0;
 /// behind an emulated device it is that device's doorbell register
-/// (`crate::ivshmem::PeerDoorbell`).
+/// (`nova_testbench::ivshmem::PeerDoorbell`).
 pub trait Doorbell {
     /// Rings the doorbell. The write is ordered after the caller's earlier writes to
     /// coherent memory (`writel` semantics).

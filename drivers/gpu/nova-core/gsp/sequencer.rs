@@ -85,7 +85,7 @@ pub const REG_SAVE_AREA: usize = 8;
 pub const MAX_WAIT_US: u32 = 4_000_000;
 
 /// How long `CORE_WAIT_FOR_HALT` waits for the core to halt.
-pub const HALT_TIMEOUT: Delta = Delta::from_secs(2);
+pub(crate) const HALT_TIMEOUT: Delta = Delta::from_secs(2);
 
 /// The GSP falcon's `CPUCTL` register in BAR0 (`NV_PGSP_FALCON_CPUCTL`).
 pub const FALCON_CPUCTL: usize = 0x0011_0100;
@@ -96,7 +96,7 @@ pub const CPUCTL_HALTED: u32 = 1 << 4;
 /// The GSP falcon's engine control register in BAR0 (`NV_PGSP_FALCON_ENGINE`).
 pub const FALCON_ENGINE: usize = 0x0011_03c0;
 /// `ENGINE.RESET`: holds the falcon in reset while set.
-pub const ENGINE_RESET: u32 = 1;
+pub(crate) const ENGINE_RESET: u32 = 1;
 
 /// The fixed part of `GSP_RUN_CPU_SEQUENCER` (r570's `rpc_run_cpu_sequencer_v17_00`);
 /// the command buffer's words follow it.
@@ -173,7 +173,7 @@ pub enum SeqCmd {
 
 impl SeqCmd {
     /// The opcode (`GSP_SEQ_BUF_OPCODE`).
-    pub const fn opcode(&self) -> u32 {
+    pub(crate) const fn opcode(&self) -> u32 {
         match self {
             Self::RegWrite { .. } => 0,
             Self::RegModify { .. } => 1,

@@ -11,15 +11,14 @@
 //! more) are told apart; with no second thread, no spinning and no clock the counts are
 //! the same on every run and every machine. One command, warmed up, is not counted.
 //!
-//! Per command and side it prints the `dma_mb` calls by the flavour asked for, the barrier
-//! instructions executed by flavour (what `dma_mb` emitted, `readl`/`writel` included),
-//! and the full barriers: the `Full` instructions plus, in the seed variant, the
-//! `fence(SeqCst)` after each write-pointer store, which is not a `dma_mb` and so is not
-//! counted but known (one per element the driver publishes). The last line,
-//! `summary ...`, is for scripts (`tests/bench/barriers.sh` compares the variants).
+//! Per command and side it prints the `dma_mb` calls by flavour, the barrier instructions
+//! executed by flavour (`dma_mb`'s and `readl`/`writel`'s together), and the full
+//! barriers. The last line, `summary ...`, is for scripts (`tests/bench/barriers.sh`
+//! compares the variants).
 //!
-//! Build it per variant (`--features barrier-stats,all-full`, ...), in a target directory
-//! of its own: the stats feature costs an atomic increment per barrier.
+//! Build it per variant in the variant's copy of the source (`cargo xtask variant-tree`),
+//! with `--features barrier-stats`: the stats feature costs an atomic increment per
+//! barrier.
 
 use std::process::ExitCode;
 
@@ -57,7 +56,6 @@ fn add(a: &DmaMbCounts, b: &DmaMbCounts) -> DmaMbCounts {
     let sum = |x: [u64; 3], y: [u64; 3]| core::array::from_fn(|i| x[i] + y[i]);
     DmaMbCounts {
         asked: sum(a.asked, b.asked),
-        emitted: sum(a.emitted, b.emitted),
         io: sum(a.io, b.io),
     }
 }
@@ -100,9 +98,9 @@ fn per(n: u64, count: usize) -> String {
     format!("{:.2}", n as f64 / count as f64)
 }
 
-/// Returns the full barriers of `c`: the `Full` instructions, plus `fences` `fence(SeqCst)`.
-fn full_barriers(c: &DmaMbCounts, fences: u64) -> u64 {
-    c.instructions()[0] + fences
+/// Returns the full barriers of `c`: the `Full` instructions.
+fn full_barriers(c: &DmaMbCounts) -> u64 {
+    c.instructions()[0]
 }
 
 fn run(count: usize, len: usize) -> Result<Sides> {
@@ -138,14 +136,6 @@ fn main() -> ExitCode {
         }
     };
 
-    // The seed's `fence(SeqCst)` follows every write-pointer store: one per element the
-    // driver publishes, one element a command here.
-    let seed_fences = if VARIANT.starts_with("seed") {
-        // CAST: `usize` fits `u64`.
-        count as u64
-    } else {
-        0
-    };
     let arch = std::env::consts::ARCH;
     println!(
         "vgsp-barriers: variant {VARIANT}, {arch}; {count} Echo commands of {len} B, the \
@@ -158,18 +148,15 @@ fn main() -> ExitCode {
     for (i, f) in FLAVOURS.iter().enumerate() {
         head.push_str(&format!(" {:>16}", format!("{f}: {}", instruction(i))));
     }
-    head.push_str(&format!(
-        " {:>12} {:>13} {:>13}",
-        "(of which io)", "fence(SeqCst)", "full barriers"
-    ));
+    head.push_str(&format!(" {:>12} {:>13}", "(of which io)", "full barriers"));
     println!("{head}");
     let both = add(&sides.driver, &sides.gsp);
     let rows = [
-        ("driver", &sides.driver, seed_fences),
-        ("GSP", &sides.gsp, 0),
-        ("both", &both, seed_fences),
+        ("driver", &sides.driver),
+        ("GSP", &sides.gsp),
+        ("both", &both),
     ];
-    for (name, c, fences) in rows {
+    for (name, c) in rows {
         let mut line = format!("{name:<7}");
         for n in c.asked {
             line.push_str(&format!(" {:>13}", per(n, count)));
@@ -179,29 +166,24 @@ fn main() -> ExitCode {
         }
         let io: Vec<String> = c.io.iter().map(|&n| per(n, count)).collect();
         line.push_str(&format!(
-            " {:>12} {:>13} {:>13}",
+            " {:>12} {:>13}",
             io.join("/"),
-            per(fences, count),
-            per(full_barriers(c, fences), count)
+            per(full_barriers(c), count)
         ));
         println!("{line}");
     }
     println!(
-        "(`dma_mb(F)`: calls by the flavour asked for; `F: insn`: barrier instructions \
-         executed, `dma_mb` and `readl`/`writel` together; `(of which io)`: those of \
-         `readl`/`writel`, Full/Read/Write; `fence(SeqCst)`: the seed variant's, known, \
-         not counted; full barriers: the Full instructions and those fences)"
+        "(`dma_mb(F)`: calls by flavour; `F: insn`: barrier instructions executed, `dma_mb` \
+         and `readl`/`writel` together; `(of which io)`: those of `readl`/`writel`, \
+         Full/Read/Write; full barriers: the Full instructions)"
     );
     println!(
         "summary variant={VARIANT} arch={arch} commands={count} driver_full={} gsp_full={} \
          total_full={} driver_instructions={} gsp_instructions={}",
-        per(full_barriers(&sides.driver, seed_fences), count),
-        per(full_barriers(&sides.gsp, 0), count),
-        per(full_barriers(&both, seed_fences), count),
-        per(
-            sides.driver.instructions().iter().sum::<u64>() + seed_fences,
-            count
-        ),
+        per(full_barriers(&sides.driver), count),
+        per(full_barriers(&sides.gsp), count),
+        per(full_barriers(&both), count),
+        per(sides.driver.instructions().iter().sum::<u64>(), count),
         per(sides.gsp.instructions().iter().sum(), count),
     );
     ExitCode::SUCCESS

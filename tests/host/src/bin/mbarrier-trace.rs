@@ -26,24 +26,21 @@ use std::{
 use kernel::sync::atomic::Atomic;
 use mbarrier::{
     Mbarrier,
+    Op,
+    Outcome,
     Rule,
     Token, //
 };
 
-/// One parsed operation.
-#[derive(Clone, Copy)]
-enum Op {
-    Init(u32),
-    Inval,
-    Arrive(u32),
-    ArriveNoComplete(u32),
-    ArriveDrop(u32),
-    ExpectTx(u32),
-    ArriveExpectTx(u32),
-    CompleteTx(u32),
-    TestWait(u64),
-    TryWait(u64),
-    TryWaitParity(u32),
+/// One parsed line.
+struct Line {
+    /// The line without its comment, with single spaces.
+    text: String,
+    /// The operation the line names.
+    op: Op,
+    /// For `test_wait` and `try_wait`, the full phase number the line names (the token
+    /// of `op` keeps it only modulo 4).
+    phase: Option<u64>,
 }
 
 /// A number argument: values beyond `u32` are kept as `u32::MAX`, which every range
@@ -57,7 +54,7 @@ fn small(word: &str) -> Result<u32, String> {
     Ok(u32::try_from(number(word)?).unwrap_or(u32::MAX))
 }
 
-fn parse(line: &str) -> Result<Option<(String, Op)>, String> {
+fn parse(line: &str) -> Result<Option<Line>, String> {
     let text = line.split('#').next().unwrap_or("");
     let words: Vec<&str> = text.split_whitespace().collect();
     let Some((&name, args)) = words.split_first() else {
@@ -77,6 +74,7 @@ fn parse(line: &str) -> Result<Option<(String, Op)>, String> {
             )),
         }
     };
+    let mut phase = None;
     let op = match name {
         "init" => Op::Init(one(None)?),
         "inval" if args.is_empty() => Op::Inval,
@@ -91,15 +89,26 @@ fn parse(line: &str) -> Result<Option<(String, Op)>, String> {
             let [n] = args else {
                 return Err(format!("'{name}' takes one argument"));
             };
-            match name {
-                "test_wait" => Op::TestWait(number(n)?),
-                "try_wait" => Op::TryWait(number(n)?),
-                _ => Op::TryWaitParity(small(n)?),
+            if name == "try_wait_parity" {
+                Op::TryWaitParity(u8::try_from(small(n)?).unwrap_or(u8::MAX))
+            } else {
+                let p = number(n)?;
+                phase = Some(p);
+                let token = Token::from_phase(p);
+                if name == "test_wait" {
+                    Op::TestWait(token)
+                } else {
+                    Op::TryWait(token)
+                }
             }
         }
         other => return Err(format!("unknown operation '{other}'")),
     };
-    Ok(Some((words.join(" "), op)))
+    Ok(Some(Line {
+        text: words.join(" "),
+        op,
+        phase,
+    }))
 }
 
 /// The barrier and the full phase count the word keeps only modulo 4.
@@ -108,66 +117,41 @@ struct Runner {
     phase: u64,
 }
 
-enum Outcome {
-    Token(u64),
-    Wait(bool),
-    Done,
-}
-
 impl Runner {
     fn barrier(&self) -> Mbarrier<'_> {
         Mbarrier::new(&self.word)
     }
 
-    /// Checks that `phase` is the current or the previous one, and names its token.
-    fn token(&self, phase: u64) -> Result<Token, Rule> {
-        if phase == self.phase || phase + 1 == self.phase {
-            Ok(Token::from_phase(phase))
-        } else {
-            Err(Rule::WaitPhaseRange)
-        }
-    }
-
-    fn run(&mut self, op: Op) -> Result<Outcome, Rule> {
+    /// Runs the line's operation; returns its `result=` field.
+    fn run(&mut self, line: &Line) -> Result<String, Rule> {
         let before = self.phase;
-        let arrived = |t: Token| {
-            Outcome::Token(before - u64::from((before as u8).wrapping_sub(t.phase_mod4()) & 3))
-        };
         let b = self.barrier();
-        let out = match op {
-            Op::Init(n) => b.init(n).map(|()| Outcome::Done),
-            Op::Inval => b.inval().map(|()| Outcome::Done),
-            Op::Arrive(n) => b.arrive(n).map(arrived),
-            Op::ArriveNoComplete(n) => b.arrive_nocomplete(n).map(arrived),
-            Op::ArriveDrop(n) => b.arrive_drop(n).map(arrived),
-            Op::ExpectTx(n) => b.expect_tx(n).map(|()| Outcome::Done),
-            Op::ArriveExpectTx(n) => b.arrive_expect_tx(n).map(arrived),
-            Op::CompleteTx(n) => b.complete_tx(n).map(|()| Outcome::Done),
-            Op::TestWait(p) => {
-                b.snapshot()
-                    .initialised
-                    .then_some(())
-                    .ok_or(Rule::Uninitialized)?;
-                b.test_wait(self.token(p)?).map(Outcome::Wait)
+        if let Some(phase) = line.phase {
+            // The barrier's own check comes first; then the phase by the full count.
+            b.snapshot()
+                .initialised
+                .then_some(())
+                .ok_or(Rule::Uninitialized)?;
+            if phase != before && phase + 1 != before {
+                return Err(Rule::WaitPhaseRange);
             }
-            Op::TryWait(p) => {
-                b.snapshot()
-                    .initialised
-                    .then_some(())
-                    .ok_or(Rule::Uninitialized)?;
-                b.try_wait(self.token(p)?).map(Outcome::Wait)
-            }
-            Op::TryWaitParity(p) => b
-                .try_wait_parity(u8::try_from(p).unwrap_or(u8::MAX))
-                .map(Outcome::Wait),
-        }?;
-        let s = self.barrier().snapshot();
-        self.phase = match op {
+        }
+        let out = b.apply(line.op)?;
+        let s = b.snapshot();
+        self.phase = match line.op {
             Op::Init(_) | Op::Inval => 0,
             // CAST: the low two bits of the count.
-            _ => self.phase + u64::from(s.phase_mod4.wrapping_sub(self.phase as u8) & 3),
+            _ => before + u64::from(s.phase_mod4.wrapping_sub(before as u8) & 3),
         };
-        Ok(out)
+        Ok(match out {
+            // CAST: the low two bits of the count.
+            Outcome::Token(t) => format!(
+                "token:{}",
+                before - u64::from((before as u8).wrapping_sub(t.phase_mod4()) & 3)
+            ),
+            Outcome::Wait(w) => w.to_string(),
+            Outcome::Done => "ok".into(),
+        })
     }
 }
 
@@ -191,7 +175,7 @@ fn main() -> ExitCode {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for (n, line) in text.lines().enumerate() {
-        let (op_text, op) = match parse(line) {
+        let line = match parse(line) {
             Ok(Some(parsed)) => parsed,
             Ok(None) => continue,
             Err(e) => {
@@ -200,22 +184,17 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let line = match runner.run(op) {
-            Err(rule) => format!("{op_text} -> error={}", rule.name()),
+        let report = match runner.run(&line) {
+            Err(rule) => format!("{} -> error={}", line.text, rule.name()),
             Ok(result) => {
                 let s = runner.barrier().snapshot();
-                let result = match result {
-                    Outcome::Token(p) => format!("token:{p}"),
-                    Outcome::Wait(w) => w.to_string(),
-                    Outcome::Done => "ok".into(),
-                };
                 format!(
-                    "{op_text} -> phase={} parity={} pending={} expected={} tx={} result={result}",
-                    runner.phase, s.parity, s.pending, s.expected, s.tx
+                    "{} -> phase={} parity={} pending={} expected={} tx={} result={result}",
+                    line.text, runner.phase, s.parity, s.pending, s.expected, s.tx
                 )
             }
         };
-        if writeln!(out, "{line}").is_err() {
+        if writeln!(out, "{report}").is_err() {
             return ExitCode::from(2);
         }
     }

@@ -31,13 +31,13 @@ use kernel::{
 };
 use nova_core::gsp::{
     cmdq::Cmdq,
-    commands::Echo,
     fw::{
         GSPQ_OFFSET,
         MSGQ_NUM_PAGES,
         MSGQ_WRITE_PTR_OFFSET, //
     },
 };
+use nova_testbench::rpc::Echo;
 use vgsp_kunit::fixture::Pair;
 
 /// The size of a `gspq` region.

@@ -4,7 +4,7 @@
 //! process behind QEMU's `ivshmem-doorbell` device.
 //!
 //! It joins the ivshmem server at PATH as a peer and maps the shared memory (the device's
-//! BAR2, the attach mailbox of `nova_core::ivshmem`), and maps FILE, the guest's RAM
+//! BAR2, the attach mailbox of `nova_testbench::ivshmem`), and maps FILE, the guest's RAM
 //! (`MAP_SHARED`), whose first byte is at bus address ADDR (`0x…` or decimal). It attaches
 //! through the mailbox; when the driver acknowledges, it reads the bus address of the
 //! driver's boot arguments (r570's `GSP_ARGUMENTS_CACHED`) from the mailbox
@@ -38,19 +38,17 @@ use kernel::{
         Release, //
     },
 };
-use nova_core::{
-    gsp::fw::{
-        GspArgumentsCached,
-        GSP_PAGE_SIZE, //
-    },
-    ivshmem::{
-        DriverAttach,
-        GspAttach,
-        DRIVER_ATTACH_OFFSET,
-        DRIVER_GSP_ARGS_OFFSET,
-        GSP_ATTACH_OFFSET,
-        SHM_SIZE, //
-    },
+use nova_core::gsp::fw::{
+    GspArgumentsCached,
+    GSP_PAGE_SIZE, //
+};
+use nova_testbench::ivshmem::{
+    DriverAttach,
+    GspAttach,
+    DRIVER_ATTACH_OFFSET,
+    DRIVER_GSP_ARGS_OFFSET,
+    GSP_ATTACH_OFFSET,
+    SHM_SIZE, //
 };
 use vgsp::{
     Progress,

@@ -16,7 +16,7 @@
 //!    for the socket `ivshmem.sock` and the guest's RAM `guest-ram`, a file of the `-m`
 //!    size; the shared memory is `/dev/shm/vgsp-ivshmem-PID`.
 //! 2. Starts `ivshmem-server` (next to this executable) on them, `SHM_SIZE` (4 KiB: the
-//!    attach mailbox, `nova_core::ivshmem`), 1 vector, and waits at most 10 s for its
+//!    attach mailbox, `nova_testbench::ivshmem`), 1 vector, and waits at most 10 s for its
 //!    "listening" line.
 //! 3. Starts the GSP process (`--gsp`, by default `vgsp-gsp` next to this executable)
 //!    with `--socket SOCKET --ram RAM --ram-base BASE` and every `--gsp-arg`.
@@ -111,7 +111,7 @@ use std::{
     },
 };
 
-use nova_core::ivshmem::SHM_SIZE;
+use nova_testbench::ivshmem::SHM_SIZE;
 use vgsp_ivshmem::server::{
     signal_name,
     SignalFd,

@@ -4,13 +4,6 @@
 //! and their barriers. A change of the queue's ordering touches this file and its
 //! partner on the GSP's side (`drivers/gpu/vgsp/msgq.rs` and `outbox.rs`).
 
-#[cfg_attr(
-    feature = "seed-barriers",
-    expect(
-        unused_imports,
-        reason = "the seed variant has no `Read` or `Write` barrier"
-    )
-)]
 use kernel::{
     device::{
         Bound,
@@ -49,7 +42,7 @@ use crate::gsp::fw::{
 /// [`Cmdq`](super::Cmdq)'s `tx` lock, those of the `gspq` side the [`ReadCursor`] kept
 /// under its `rx` lock: each half is used by one thread at a time, and the other half
 /// meanwhile by another.
-pub struct DmaGspMem {
+pub(crate) struct DmaGspMem {
     pub(super) mem: Coherent<GspMem>,
 }
 
@@ -97,7 +90,6 @@ impl DmaGspMem {
     /// - `EIO` if the GSP published a pointer outside the ring.
     pub(super) fn gsp_write_ptr(&self) -> Result<u32> {
         let ptr = io_read!(self.mem, .gspq.tx.write_ptr);
-        #[cfg(not(feature = "seed-barriers"))]
         // ORDERING: LOAD->LOAD. Orders this load of the GSP's write pointer before our loads
         // of the `gspq` slots it publishes. The driver never stores to `gspq` slots, and its
         // one store that follows (the read pointer) is ordered by the `Full` in
@@ -111,7 +103,6 @@ impl DmaGspMem {
     /// semantics.
     pub(super) fn advance_cpu_write_ptr(&self, ring: &mut WriteCursor, elem_count: u32) {
         let wptr = ring.next_write(elem_count);
-        #[cfg(not(feature = "seed-barriers"))]
         // ORDERING: STORE->STORE. Orders our stores of the element (header and payload in
         // the `cpuq` slots) before the store of the write pointer that publishes them. The
         // only earlier load, of the GSP's read pointer, is already ordered by the `Full` in
@@ -119,11 +110,6 @@ impl DmaGspMem {
         // loads our write pointer.
         dma_mb(Write);
         io_write!(self.mem, .cpuq.tx.write_ptr, wptr);
-        // The seed's pre-fix placement, for the benchmark only and known to be wrong: a CPU
-        // fence *after* the pointer store orders nothing before it, so the GSP may see the
-        // pointer before the element (the shape `tests/model`'s seed regression fails).
-        #[cfg(feature = "seed-barriers")]
-        core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
         // INVARIANT: `wptr` is what was just stored.
         ring.wrote(elem_count);
     }

@@ -31,25 +31,29 @@ use kernel::{
     },
     prelude::*,
     sync::atomic::Atomic,
-    time::Delta, //
+    time::{
+        Delta,
+        Instant,
+        Monotonic, //
+    },
 };
-
-use crate::{
+use nova_core::{
     gsp::{
         cmdq::{
-            Budget,
             Cmdq,
             PendingReply, //
-        },
-        commands::{
-            CeCopy,
-            CeCopyAck, //
         },
         fw,
         regs::Doorbell,
     },
     num::FromSafeCast, //
 };
+
+use crate::rpc::{
+    CeCopy,
+    CeCopyAck, //
+};
+
 use mbarrier::{
     Mbarrier,
     MAX_COUNT, //
@@ -254,8 +258,8 @@ impl CopyArena {
     /// - Any error of [`PendingReply::wait_message`].
     pub fn finish_copy(&self, copy: CopyInFlight<'_>, timeout: Delta) -> Result {
         let barrier = self.barrier()?;
-        let mut budget = Budget::new(timeout);
-        let ack = copy.ack.wait_message_within(&mut budget)?;
+        let start = Instant::<Monotonic>::now();
+        let ack = copy.ack.wait_message(timeout)?;
         if ack.rpc_result != fw::NV_OK {
             // Nothing will land: disarm the barrier for the next copy.
             barrier.inval()?;
@@ -266,7 +270,7 @@ impl CopyArena {
             || Ok(barrier.test_wait_parity(copy.parity)?),
             |done| *done,
             POLL_INTERVAL,
-            budget.left(),
+            Delta::from_nanos((timeout.as_nanos() - start.elapsed().as_nanos()).max(0)),
         )?;
         Ok(())
     }

@@ -63,7 +63,7 @@
 //! costs one `GspMem` (0x81000 bytes, a 1 MiB block) for the life of the kernel; a
 //! release handshake in the mailbox would let the driver free them.
 //!
-//! [`GspMem`]: crate::gsp::fw::GspMem
+//! [`GspMem`]: nova_core::gsp::fw::GspMem
 
 // A kernel build warns of missing docs (`-Wmissing_docs`), and Linux 7.3's `register!`
 // generates an undocumented constant per field (`<FIELD>_RANGE`, `_MASK`, `_SHIFT`).
@@ -94,7 +94,7 @@ use kernel::{
     },
 };
 
-use crate::gsp::{
+use nova_core::gsp::{
     cmdq::MsgqSignal,
     regs::{
         Bar0Registers,
@@ -168,7 +168,7 @@ pub const GSP_ATTACH_OFFSET: usize = 0x00;
 /// word.
 pub const DRIVER_ATTACH_OFFSET: usize = 0x40;
 /// The offset of the bus address of the driver's boot arguments
-/// ([`GspArgumentsCached`](crate::gsp::fw::GspArgumentsCached)), stored by the driver
+/// ([`GspArgumentsCached`](nova_core::gsp::fw::GspArgumentsCached)), stored by the driver
 /// before [`DriverAttach`].
 pub const DRIVER_GSP_ARGS_OFFSET: usize = 0x48;
 
