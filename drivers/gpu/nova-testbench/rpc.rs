@@ -119,17 +119,9 @@ impl CommandToGsp for Sink<'_> {
     }
 }
 
-/// The virtual GSP's answer to a [`Sink`]: an empty payload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SinkReply;
-
-impl MessageFromGsp for SinkReply {
-    const FUNCTION: MsgFunction = MsgFunction::VgspSink;
-    type Message = ();
-
-    fn read(_: &(), _: &[u8]) -> Result<Self> {
-        Ok(Self)
-    }
+nova_core::empty_reply! {
+    /// The virtual GSP's answer to a [`Sink`]: an empty payload.
+    SinkReply, VgspSink
 }
 
 /// The parameters of the virtual GSP's digest control's reply: how many parameter bytes
@@ -195,28 +187,12 @@ pub struct CeCopy {
 
 const_assert_eq!(core::mem::size_of::<CeCopy>(), 32);
 
-impl CommandToGsp for CeCopy {
-    const FUNCTION: MsgFunction = MsgFunction::VgspCeCopy;
-    type Command = Self;
-    type Reply = CeCopyAck;
+nova_core::command_as_is!(CeCopy, VgspCeCopy, CeCopyAck);
 
-    fn init(&self) -> Self {
-        *self
-    }
-}
-
-/// The GSP's acknowledgement of a [`CeCopy`], sent before the first byte lands: an empty
-/// payload whose `rpc_result` says whether the copy was taken.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CeCopyAck;
-
-impl MessageFromGsp for CeCopyAck {
-    const FUNCTION: MsgFunction = MsgFunction::VgspCeCopy;
-    type Message = ();
-
-    fn read(_: &(), _: &[u8]) -> Result<Self> {
-        Ok(Self)
-    }
+nova_core::empty_reply! {
+    /// The GSP's acknowledgement of a [`CeCopy`], sent before the first byte lands: an empty
+    /// payload whose `rpc_result` says whether the copy was taken.
+    CeCopyAck, VgspCeCopy
 }
 
 /// The payload of the virtual GSP's `MMU_FAULT_QUEUED`: the bus address a DMA of its

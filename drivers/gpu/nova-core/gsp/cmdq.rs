@@ -10,7 +10,7 @@
 //!
 //! - this file: the message traits, [`GspMessage`], [`Cmdq`] and its receive entry
 //!   points, [`PendingReply`];
-//! - `cmdq/ring.rs`: the ring accessors ([`DmaGspMem`]) and their barriers, the only
+//! - `cmdq/ring.rs`: the ring accessors (`DmaGspMem`) and their barriers, the only
 //!   driver file a change of the ordering touches (its partner on the GSP's side is
 //!   `drivers/gpu/vgsp/msgq.rs` and `outbox.rs`);
 //! - `cmdq/receive.rs`: taking elements off `gspq`, checking their copies, reassembling

@@ -56,11 +56,15 @@ use crate::num::{
 };
 
 /// Implements [`CommandToGsp`] for `$ty`, a fixed-size command sent as it is (its own
-/// [`CommandToGsp::Command`], no variable payload) and answered with `$reply`.
+/// [`CommandToGsp::Command`], no variable payload) and answered with `$reply`;
+/// `$function` is a [`MsgFunction`] variant.
+///
+/// Exported for the test bench's own commands (`nova_testbench::rpc`).
+#[macro_export]
 macro_rules! command_as_is {
     ($ty:ty, $function:ident, $reply:ty) => {
-        impl CommandToGsp for $ty {
-            const FUNCTION: MsgFunction = MsgFunction::$function;
+        impl $crate::gsp::cmdq::CommandToGsp for $ty {
+            const FUNCTION: $crate::gsp::fw::MsgFunction = $crate::gsp::fw::MsgFunction::$function;
             type Command = Self;
             type Reply = $reply;
 
@@ -71,19 +75,23 @@ macro_rules! command_as_is {
     };
 }
 
-/// Declares `$name`, an answer of the GSP to `$function` whose payload the driver does not
-/// read, and implements [`MessageFromGsp`] for it.
+/// Declares `$name`, an answer of the GSP to `$function` (a [`MsgFunction`] variant) whose
+/// payload the driver does not read, and implements [`MessageFromGsp`] for it.
+///
+/// Exported for the test bench's own replies (`nova_testbench::rpc`).
+#[macro_export]
 macro_rules! empty_reply {
     ($(#[$doc:meta])* $name:ident, $function:ident) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub struct $name;
 
-        impl MessageFromGsp for $name {
-            const FUNCTION: MsgFunction = MsgFunction::$function;
+        impl $crate::gsp::cmdq::MessageFromGsp for $name {
+            const FUNCTION: $crate::gsp::fw::MsgFunction =
+                $crate::gsp::fw::MsgFunction::$function;
             type Message = ();
 
-            fn read(_: &(), _: &[u8]) -> Result<Self> {
+            fn read(_: &(), _: &[u8]) -> ::kernel::error::Result<Self> {
                 Ok(Self)
             }
         }
