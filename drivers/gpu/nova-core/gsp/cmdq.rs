@@ -424,7 +424,7 @@ pub struct Cmdq {
 
 impl Cmdq {
     /// How long [`Cmdq::send_command`] waits for the reply, as upstream.
-    pub(crate) const RECEIVE_TIMEOUT: Delta = Delta::from_secs(5);
+    pub const RECEIVE_TIMEOUT: Delta = Delta::from_secs(5);
 
     /// Allocates the shared memory of `dev` and initialises both queues.
     ///
