@@ -600,7 +600,7 @@ impl CommandToGsp for SetRegistry {
 }
 
 /// The number of frame buffer region slots in [`FbRegionInfo`].
-pub(crate) const FB_REGION_SLOTS: usize = 16;
+pub const FB_REGION_SLOTS: usize = 16;
 
 /// One region of the frame buffer, as the GSP describes it.
 #[repr(C)]
@@ -641,7 +641,7 @@ impl FbRegion {
     /// Returns whether the driver may allocate from the region, by upstream's rule: not
     /// reserved, not protected, fit for compressed and for isochronous surfaces, and
     /// not inverted.
-    pub(crate) fn is_usable(&self) -> bool {
+    pub fn is_usable(&self) -> bool {
         self.reserved == 0
             && self.protected == 0
             && self.support_compressed != 0

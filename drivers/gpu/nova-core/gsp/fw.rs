@@ -108,9 +108,9 @@ pub const GSP_MSG_QUEUE_ELEMENT_SIZE_MAX: usize = 0x10000;
 pub const MAX_ELEMENT_PAGES: u32 =
     usize_into_u32::<{ GSP_MSG_QUEUE_ELEMENT_SIZE_MAX / GSP_PAGE_SIZE }>();
 /// The MSGQ protocol version written in the tx header.
-pub(crate) const MSGQ_VERSION: u32 = 0;
+pub const MSGQ_VERSION: u32 = 0;
 /// The `flags` value of an initialised tx header.
-pub(crate) const MSGQ_TX_FLAGS: u32 = 1;
+pub const MSGQ_TX_FLAGS: u32 = 1;
 /// The number of PTEs in the first page of [`GspMem`].
 pub const GSP_PTE_COUNT: usize = GSP_PAGE_SIZE / core::mem::size_of::<u64>();
 /// The number of pages of [`GspMem`], which its PTE page maps: the `pageTableEntryCount`
@@ -661,14 +661,14 @@ pub fn for_each_ring_piece(
 /// agent last loaded the other agent's read pointer ([`WriteCursor::saw_read_ptr`]), less
 /// those it has written since.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct WriteCursor {
+pub struct WriteCursor {
     write: u32,
     known_free: u32,
 }
 
 impl WriteCursor {
     /// The write pointer at slot 0, nothing known of the reader.
-    pub(crate) const fn new() -> Self {
+    pub const fn new() -> Self {
         // INVARIANT: 0 is below the ring size; nothing is known.
         Self {
             write: 0,
@@ -677,22 +677,22 @@ impl WriteCursor {
     }
 
     /// The slot this agent writes next.
-    pub(crate) const fn write_ptr(&self) -> u32 {
+    pub const fn write_ptr(&self) -> u32 {
         self.write
     }
 
     /// Slots from the write pointer known to be free.
-    pub(crate) const fn known_free(&self) -> u32 {
+    pub const fn known_free(&self) -> u32 {
         self.known_free
     }
 
     /// The write pointer once `n` more slots are published: the value to store.
-    pub(crate) const fn next_write(&self, n: u32) -> u32 {
+    pub const fn next_write(&self, n: u32) -> u32 {
         (self.write + n) % MSGQ_NUM_PAGES
     }
 
     /// Records that the write pointer was stored as [`WriteCursor::next_write`]`(n)`.
-    pub(crate) fn wrote(&mut self, n: u32) {
+    pub fn wrote(&mut self, n: u32) {
         // INVARIANT: `next_write` is below the ring size; the slots published are no
         // longer free.
         self.write = self.next_write(n);
@@ -702,7 +702,7 @@ impl WriteCursor {
     /// Records the other agent's read pointer, just loaded with acquire semantics, and
     /// returns the slots from the write pointer that are free. One slot always stays
     /// empty, so a full ring is told from an empty one.
-    pub(crate) fn saw_read_ptr(&mut self, other_read: u32) -> u32 {
+    pub fn saw_read_ptr(&mut self, other_read: u32) -> u32 {
         // INVARIANT: the slots from `write` up to the one before `other_read` are free.
         self.known_free = (other_read + MSGQ_NUM_PAGES - self.write - 1) % MSGQ_NUM_PAGES;
         self.known_free
@@ -710,7 +710,7 @@ impl WriteCursor {
 
     /// The byte offset in the ring of byte `pos` of the element at the write pointer;
     /// [`for_each_ring_piece`] wraps it.
-    pub(crate) const fn write_offset(&self, pos: usize) -> usize {
+    pub const fn write_offset(&self, pos: usize) -> usize {
         u32_as_usize(self.write) * GSP_PAGE_SIZE + pos
     }
 }
@@ -724,14 +724,14 @@ impl WriteCursor {
 /// when the agent last loaded the other agent's write pointer
 /// ([`ReadCursor::saw_write_ptr`]), less those it has consumed since.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct ReadCursor {
+pub struct ReadCursor {
     read: u32,
     known_published: u32,
 }
 
 impl ReadCursor {
     /// The read pointer at slot 0, nothing known of the writer.
-    pub(crate) const fn new() -> Self {
+    pub const fn new() -> Self {
         // INVARIANT: 0 is below the ring size; nothing is known.
         Self {
             read: 0,
@@ -740,22 +740,22 @@ impl ReadCursor {
     }
 
     /// The slot this agent reads next.
-    pub(crate) const fn read_ptr(&self) -> u32 {
+    pub const fn read_ptr(&self) -> u32 {
         self.read
     }
 
     /// Slots from the read pointer known to be published.
-    pub(crate) const fn known_published(&self) -> u32 {
+    pub const fn known_published(&self) -> u32 {
         self.known_published
     }
 
     /// The read pointer once `n` more slots are consumed: the value to store.
-    pub(crate) const fn next_read(&self, n: u32) -> u32 {
+    pub const fn next_read(&self, n: u32) -> u32 {
         (self.read + n) % MSGQ_NUM_PAGES
     }
 
     /// Records that the read pointer was stored as [`ReadCursor::next_read`]`(n)`.
-    pub(crate) fn consumed(&mut self, n: u32) {
+    pub fn consumed(&mut self, n: u32) {
         // INVARIANT: `next_read` is below the ring size; the slots consumed are no longer
         // published.
         self.read = self.next_read(n);
@@ -769,7 +769,7 @@ impl ReadCursor {
     ///
     /// - [`Fault::WritePointerBackwards`] if fewer slots are published than were known to
     ///   be: the other agent moved its write pointer backwards. What was known stays known.
-    pub(crate) fn saw_write_ptr(&mut self, other_write: u32) -> core::result::Result<u32, Fault> {
+    pub fn saw_write_ptr(&mut self, other_write: u32) -> core::result::Result<u32, Fault> {
         let published = (other_write + MSGQ_NUM_PAGES - self.read) % MSGQ_NUM_PAGES;
         if published < self.known_published {
             return Err(Fault::WritePointerBackwards);
@@ -781,13 +781,13 @@ impl ReadCursor {
 
     /// Forgets what is known of the writer's progress (after a restart, or to replay a
     /// recording).
-    pub(crate) fn forget_published(&mut self) {
+    pub fn forget_published(&mut self) {
         // INVARIANT: nothing is known any more.
         self.known_published = 0;
     }
 
     /// The byte offset in the ring of byte `pos` of the element at the read pointer.
-    pub(crate) const fn read_offset(&self, pos: usize) -> usize {
+    pub const fn read_offset(&self, pos: usize) -> usize {
         u32_as_usize(self.read) * GSP_PAGE_SIZE + pos
     }
 }
@@ -1000,7 +1000,7 @@ pub fn checksum(bytes: &[u8]) -> u32 {
 /// Upstream writes `base + (index << 12)` for every index, past the last page too; the
 /// firmware is given only the first [`GSP_MEM_PAGES`] entries, which are the same here
 /// (see "The PTE page" in the module documentation).
-pub(crate) fn gsp_mem_pte(base: u64, index: usize) -> u64 {
+pub fn gsp_mem_pte(base: u64, index: usize) -> u64 {
     match index < GSP_MEM_PAGES {
         true => base + (u64::from_safe_cast(index) << GSP_PAGE_SHIFT),
         false => 0,
