@@ -250,7 +250,8 @@ impl Vgsp<'_> {
             Ok(MsgFunction::VgspEcho) => {
                 // `consume_element` checked that the header's length is the payload's.
                 let bytes = &payload[core::mem::size_of::<EchoHeader>()..];
-                let mut echo = KVec::with_capacity(bytes.len(), GFP_KERNEL)?;
+                let mut echo = core::mem::take(&mut self.spare);
+                echo.clear();
                 echo.extend_from_slice(bytes, GFP_KERNEL)?;
                 self.reply(function, sequence, echo)?;
             }

@@ -93,6 +93,18 @@ impl Vgsp<'_> {
         self.event(MsgFunction::GspInitDone, done)
     }
 
+    /// Empties the outbox, every message in it sent, keeping the largest payload buffer of
+    /// at most one element for the next reply (`spare`).
+    pub(crate) fn clear_outbox(&mut self) {
+        while let Some(out) = self.outbox.pop() {
+            let capacity = out.payload.capacity();
+            if capacity <= MAX_ELEMENT_PAYLOAD && capacity > self.spare.capacity() {
+                self.spare = out.payload;
+            }
+        }
+        self.outbox_head = 0;
+    }
+
     pub(crate) fn reply(&mut self, function: u32, sequence: u32, payload: KVec<u8>) -> Result {
         self.stats.replies += 1;
         self.queue(function, sequence, fw::NV_OK, payload)

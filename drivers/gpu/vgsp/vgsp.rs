@@ -252,6 +252,9 @@ pub struct Vgsp<'a> {
     /// bounce buffer: never shorter than [`RX_BUF_MIN`], it only grows, up to the
     /// largest command seen, so that a command needs no allocation.
     rx_buf: KVec<u8>,
+    /// The payload of a reply already sent, kept for the next echo's reply instead of a new
+    /// allocation (at most one element's worth).
+    spare: KVec<u8>,
     assembly: Option<Assembly>,
     system_info: Option<GspSetSystemInfo>,
     registry_entries: Option<u32>,
@@ -293,6 +296,7 @@ impl<'a> Vgsp<'a> {
             outbox: KVec::new(),
             outbox_head: 0,
             rx_buf,
+            spare: KVec::new(),
             assembly: None,
             system_info: None,
             registry_entries: None,
@@ -506,8 +510,7 @@ impl<'a> Vgsp<'a> {
             return self.send_pending();
         }
         if self.outbox_head > 0 {
-            self.outbox.clear();
-            self.outbox_head = 0;
+            self.clear_outbox();
         }
         if self.copy.is_some() {
             self.copy_chunk()?;

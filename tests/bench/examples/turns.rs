@@ -43,6 +43,7 @@ fn turns(len: usize, count: usize, echo: bool) -> Result {
         if reply.function() != Ok(func) || reply.payload.len() != if echo { len } else { 0 } {
             return Err(EIO);
         }
+        pair.cmdq.recycle(reply);
     }
     Ok(())
 }

@@ -261,6 +261,8 @@ fn echo(cmdq: &Cmdq, bar: &Bar0<'_>) -> Result {
     {
         return Err(EIO);
     }
+    // As a driver done with a message: its buffer serves the next receive.
+    cmdq.recycle(reply);
     Ok(())
 }
 

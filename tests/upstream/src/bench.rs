@@ -37,7 +37,10 @@ use kernel::{
         SimBar, //
     },
 };
-use nova_core::gsp::regs::NV_PGSP_QUEUE_HEAD;
+use nova_core::gsp::{
+    cmdq::MsgqSignal,
+    regs::NV_PGSP_QUEUE_HEAD, //
+};
 use vgsp::{
     Progress,
     Stats,
@@ -105,15 +108,116 @@ pub(crate) enum Serve {
     Busy,
 }
 
-/// Serves `gsp` until `stop` is set: works while there is work, and when idle sleeps on
-/// the doorbell or spins, as `mode` says.
-fn serve(gsp: &mut Vgsp<'_>, bar: &SimBar<BAR0_SIZE>, stop: &AtomicBool, mode: Serve) -> Result {
+/// The GSP's interrupt to the driver, as a GPU raises the GSP's message-queue interrupt:
+/// raised after every step in which the GSP did something (it may have posted a message),
+/// so a driver may sleep on it ([`MsgqSignal`]) instead of polling. Upstream 7.3's queue
+/// polls and does not use it; ours does when given it ([`Cmdq::set_signal`]).
+///
+/// A raise costs the GSP an atomic increment, and a wake-up only when the driver sleeps
+/// on it (a [`SimBar`] with no register, rung by [`SimBar::kick`]).
+///
+/// [`Cmdq::set_signal`]: nova_core::gsp::cmdq::Cmdq::set_signal
+pub(crate) struct GspIrq(SimBar<4>);
+
+impl GspIrq {
+    /// Makes an interrupt line.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if its state cannot be allocated.
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self(SimBar::new(&[])?))
+    }
+
+    /// Raises the interrupt.
+    fn raise(&self) {
+        // ORDERING: the count's increment is a `SeqCst` read-modify-write, after the GSP's
+        // write-pointer store of the step that raises it (itself ordered after the
+        // message by the GSP's `dma_mb(Write)`). Pairs with the acquire load of the count
+        // in the driver's wait, before it loads the write pointer.
+        self.0.kick();
+    }
+}
+
+impl MsgqSignal for GspIrq {
+    fn count(&self) -> u64 {
+        self.0.doorbell_count()
+    }
+
+    fn wait(&self, seen: u64, timeout: Delta) {
+        self.0.wait_doorbell(seen, timeout);
+    }
+}
+
+/// Which CPUs the driver and the GSP thread run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// Wherever the scheduler puts them.
+    Unpinned,
+    /// Both on CPU 0: the GSP runs when the driver leaves it the CPU.
+    SameCpu,
+    /// The driver on CPU 0, the GSP on CPU 1, as a GSP is a processor of its own.
+    TwoCpus,
+}
+
+impl Placement {
+    /// The CPU of the driver and of the GSP, if pinned.
+    fn cpus(self) -> Option<(usize, usize)> {
+        match self {
+            Self::Unpinned => None,
+            Self::SameCpu => Some((0, 0)),
+            Self::TwoCpus => Some((0, 1)),
+        }
+    }
+}
+
+/// Pins the calling thread to `cpu`; returns the CPUs it could run on before, or `None`
+/// if it cannot be pinned (fewer CPUs): it then runs where it did.
+fn pin(cpu: usize) -> Option<libc::cpu_set_t> {
+    // SAFETY: `cpu_set_t` is plain data, valid all zero.
+    let mut old: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+    let size = core::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: `old` is a `cpu_set_t` of `size` bytes; 0 is the calling thread.
+    if unsafe { libc::sched_getaffinity(0, size, &mut old) } != 0 {
+        return None;
+    }
+    // SAFETY: as above.
+    let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+    // SAFETY: `cpu` is checked against the set's capacity (`CPU_SETSIZE` bits).
+    if cpu >= usize::try_from(libc::CPU_SETSIZE).unwrap_or(0) {
+        return None;
+    }
+    // SAFETY: `set` is a valid `cpu_set_t` and `cpu` within it.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is a `cpu_set_t` of `size` bytes; 0 is the calling thread.
+    (unsafe { libc::sched_setaffinity(0, size, &set) } == 0).then_some(old)
+}
+
+/// Lets the calling thread run on the CPUs of `old` again.
+fn unpin(old: &libc::cpu_set_t) {
+    // SAFETY: `old` is a `cpu_set_t` of that size; 0 is the calling thread.
+    unsafe { libc::sched_setaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), old) };
+}
+
+/// Serves `gsp` until `stop` is set: works while there is work, raising `irq` after each
+/// step that did something, and when idle sleeps on the doorbell or spins, as `mode` says.
+fn serve(
+    gsp: &mut Vgsp<'_>,
+    bar: &SimBar<BAR0_SIZE>,
+    stop: &AtomicBool,
+    mode: Serve,
+    irq: Option<&GspIrq>,
+) -> Result {
     // ORDERING: `Acquire` pairs with the `Release` store in `serving`; it hands over the
     // stop request only, the rings are ordered by their own barriers.
     while !stop.load(Ordering::Acquire) {
         let seen = bar.doorbell_count();
         match (gsp.step()?, mode) {
-            (Progress::Worked, _) => {}
+            (Progress::Worked, _) => {
+                if let Some(irq) = irq {
+                    irq.raise();
+                }
+            }
             (Progress::Blocked, _) => fsleep(Delta::from_micros(1)),
             (Progress::Idle, Serve::Asleep) => {
                 bar.wait_doorbell(seen, IDLE_WAIT);
@@ -138,6 +242,23 @@ pub(crate) fn serving<Q, R>(
     queue: impl FnOnce(&'static Device<Bound>) -> Result<(Q, u64)>,
     f: impl FnOnce(&mut Q, &SimBar<BAR0_SIZE>) -> R,
 ) -> Result<(R, Result<Stats>)> {
+    serving_on(mode, Placement::Unpinned, None, log_every, queue, f)
+}
+
+/// [`serving`] with the driver and the GSP placed as `placement` says, and the GSP raising
+/// `irq` after each step that did something.
+///
+/// # Errors
+///
+/// As [`serving`].
+pub(crate) fn serving_on<Q, R>(
+    mode: Serve,
+    placement: Placement,
+    irq: Option<&GspIrq>,
+    log_every: u64,
+    queue: impl FnOnce(&'static Device<Bound>) -> Result<(Q, u64)>,
+    f: impl FnOnce(&mut Q, &SimBar<BAR0_SIZE>) -> R,
+) -> Result<(R, Result<Stats>)> {
     let (dev, window) = pooled_device()?;
     let (mut q, address) = queue(dev)?;
     let offset = pool_offset(address)?;
@@ -147,14 +268,22 @@ pub(crate) fn serving<Q, R>(
     let mut stats = Stats::default();
     let (served, r) = run_beside(
         || {
+            // The GSP's thread ends with the run: no need to unpin it.
+            if let Some((_, cpu)) = placement.cpus() {
+                pin(cpu);
+            }
             let mut gsp = Vgsp::new(gsp_mem)?;
             gsp.set_log_every(log_every);
-            let served = serve(&mut gsp, &bar, &stop, mode);
+            let served = serve(&mut gsp, &bar, &stop, mode, irq);
             stats = gsp.stats;
             served
         },
         || {
+            let old = placement.cpus().and_then(|(cpu, _)| pin(cpu));
             let r = f(&mut q, &bar);
+            if let Some(old) = &old {
+                unpin(old);
+            }
             // ORDERING: `Release` pairs with the `Acquire` load in `serve`.
             stop.store(true, Ordering::Release);
             bar.kick();

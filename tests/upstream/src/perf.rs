@@ -8,8 +8,41 @@
 //!
 //! Each round trip is timed on its own with the monotonic clock and the median printed;
 //! a throughput is the parameter bytes sent over the time to send them all and receive
-//! every reply. The driver and the GSP threads are not pinned to CPUs (`tests/bench`
-//! pins them, for its finer figures): the two drivers share whatever the machine does.
+//! every reply. For the busy figures the driver and the GSP threads are not pinned to
+//! CPUs (`tests/bench` pins them, for its finer figures).
+//!
+//! # The GSP-asleep round trip
+//!
+//! It is measured in three placements, in the same run, with the driver thread's CPU
+//! time per round trip (`CLOCK_THREAD_CPUTIME_ID`) beside the latency: unpinned, both
+//! threads on one CPU, and the driver and the GSP on two CPUs; for upstream's queue, ours
+//! as it polls by default, and ours sleeping on the GSP's interrupt ([`GspIrq`], which the
+//! GSP raises for all three). Where each microsecond goes, from `perf sched timehist -w`
+//! of a run on a 2-vCPU VM:
+//!
+//! 1. The driver writes the command and rings the doorbell: a few hundred nanoseconds,
+//!    and a futex wake of the sleeping GSP thread.
+//! 2. The GSP thread is woken where the scheduler chooses. On the driver's own CPU it
+//!    preempts the driver and runs at once (no inter-processor interrupt); on the other
+//!    CPU, which is idle and halted, it runs only after an IPI has brought that vCPU back:
+//!    40 to 50 us on this machine, the largest part of every figure that has it.
+//! 3. The GSP takes the command, answers (a few microseconds) and sleeps again.
+//! 4. The driver sees the reply. Upstream's `wait_for_msg` looks once and then sleeps
+//!    1 ms (`read_poll_timeout(.., Delta::from_millis(1), ..)`): if the reply is there at
+//!    that first look, which happens only when the GSP preempted the driver before it
+//!    looked (step 2 on the same CPU), its round trip is the GSP's wake-up, 12 to 40 us;
+//!    otherwise it is 1.1 ms. Ours looks back to back for up to 100 us and so sees the
+//!    reply as it lands: about 10 us on one CPU (the woken GSP preempts the polling
+//!    driver), about 55 us on two (the IPI). On the interrupt it sleeps at once, and pays
+//!    a second wake-up, the driver's, on two CPUs.
+//!
+//! Unpinned, a run is one of these according to where the scheduler happens to wake the
+//! GSP thread, and it tends to stay there: hence figures of upstream between 13 us and
+//! 1.1 ms from one run to the next, and of ours between 10 and 70 us. Pinned, in the same
+//! run, ours polling was never the slower in our runs, and its CPU time per round trip
+//! not above upstream's (upstream's own is 40 to 80 us a round trip on two CPUs, though it
+//! sleeps: the accounting of its 1 ms sleep and wake-up in this VM); unpinned, the two
+//! queues' figures come from two different draws of the scheduler.
 
 use std::{
     format,
@@ -26,7 +59,10 @@ use vgsp::VGSP_CTRL_CMD_ECHO;
 use crate::{
     bench::{
         serving,
+        serving_on,
         upstream_queue,
+        GspIrq,
+        Placement,
         Serve, //
     },
     checks::{
@@ -87,10 +123,39 @@ impl Driver
     }
 }
 
+/// The asleep round trip of one driver in one placement: the median latency and the
+/// median CPU time of the driver's thread per round trip.
+#[derive(Clone, Copy, Debug, Default)]
+struct Asleep {
+    latency: Duration,
+    cpu: Duration,
+}
+
+/// The placements of the asleep round trip.
+const PLACEMENTS: [(Placement, &str); 3] = [
+    (Placement::Unpinned, "unpinned"),
+    (Placement::SameCpu, "one CPU"),
+    (Placement::TwoCpus, "two CPUs"),
+];
+
+/// The CPU time of the calling thread so far.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid `timespec` to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    )
+}
+
 /// The figures of one driver.
 struct Figures {
     busy_rt: Duration,
-    asleep_rt: Duration,
+    asleep: Asleep,
     /// Bytes per second, for each size of [`SIZES`].
     throughput: [f64; 2],
     /// Echoes whose reply did not come back whole.
@@ -131,16 +196,22 @@ fn measure(driver: &mut impl Driver, mode: Serve, figures: &mut Figures) {
         }
         Serve::Asleep => {
             let mut times = Vec::with_capacity(ASLEEP_ROUND_TRIPS);
+            let mut cpus = Vec::with_capacity(ASLEEP_ROUND_TRIPS);
             for _ in 0..ASLEEP_ROUND_TRIPS {
                 let gap = Instant::now();
                 while gap.elapsed() < ASLEEP_GAP {
                     core::hint::spin_loop();
                 }
+                let cpu = thread_cpu();
                 let t = Instant::now();
                 figures.failed += usize::from(!driver.echo(&small));
                 times.push(t.elapsed());
+                cpus.push(thread_cpu().saturating_sub(cpu));
             }
-            figures.asleep_rt = median(times);
+            figures.asleep = Asleep {
+                latency: median(times),
+                cpu: median(cpus),
+            };
         }
     }
 }
@@ -155,28 +226,72 @@ fn measure(driver: &mut impl Driver, mode: Serve, figures: &mut Figures) {
 pub fn bench() -> Result<Vec<String>> {
     let mut theirs = Figures {
         busy_rt: Duration::ZERO,
-        asleep_rt: Duration::ZERO,
+        asleep: Asleep::default(),
         throughput: [0.0; 2],
         failed: 0,
     };
     let mut ours = Figures { ..theirs };
-    for mode in [Serve::Busy, Serve::Asleep] {
-        let (_, stats) = serving(mode, 0, upstream_queue, |cmdq, bar| {
-            measure(&mut (&**cmdq, bar), mode, &mut theirs)
-        })?;
-        stats?;
-        let (_, stats) = serving(
-            mode,
-            0,
-            |dev| {
-                let cmdq = KBox::pin_init(OurCmdq::new(dev), GFP_KERNEL)?;
-                let address = cmdq.gsp_mem().dma_address();
-                Ok((cmdq, address))
-            },
-            |cmdq, bar| measure(&mut (&**cmdq, bar), mode, &mut ours),
-        )?;
-        stats?;
+    let ours_queue = |dev| {
+        let cmdq = KBox::pin_init(OurCmdq::new(dev), GFP_KERNEL)?;
+        let address = cmdq.gsp_mem().dma_address();
+        Ok((cmdq, address))
+    };
+    let (_, stats) = serving(Serve::Busy, 0, upstream_queue, |cmdq, bar| {
+        measure(&mut (&**cmdq, bar), Serve::Busy, &mut theirs)
+    })?;
+    stats?;
+    let (_, stats) = serving(Serve::Busy, 0, ours_queue, |cmdq, bar| {
+        measure(&mut (&**cmdq, bar), Serve::Busy, &mut ours)
+    })?;
+    stats?;
+
+    // The asleep round trip in each placement, the GSP raising its interrupt for all:
+    // upstream's queue, ours polling as it does by default, and ours sleeping on the
+    // interrupt.
+    let irq: &'static GspIrq = std::boxed::Box::leak(std::boxed::Box::new(GspIrq::new()?));
+    let mut asleep = [[Asleep::default(); 3]; PLACEMENTS.len()];
+    for (row, &(placement, _)) in asleep.iter_mut().zip(PLACEMENTS.iter()) {
+        for (col, slot) in row.iter_mut().enumerate() {
+            let mut figures = Figures { ..theirs };
+            let stats = match col {
+                0 => {
+                    serving_on(
+                        Serve::Asleep,
+                        placement,
+                        Some(irq),
+                        0,
+                        upstream_queue,
+                        |cmdq, bar| measure(&mut (&**cmdq, bar), Serve::Asleep, &mut figures),
+                    )?
+                    .1
+                }
+                _ => {
+                    serving_on(
+                        Serve::Asleep,
+                        placement,
+                        Some(irq),
+                        0,
+                        ours_queue,
+                        |cmdq, bar| {
+                            if col == 2 {
+                                cmdq.set_signal(irq);
+                            }
+                            measure(&mut (&**cmdq, bar), Serve::Asleep, &mut figures)
+                        },
+                    )?
+                    .1
+                }
+            };
+            stats?;
+            *slot = figures.asleep;
+            let who = if col == 0 { &mut theirs } else { &mut ours };
+            who.failed += figures.failed;
+        }
     }
+    // The headline: unpinned, each queue as it comes (ours polling).
+    theirs.asleep = asleep[0][0];
+    ours.asleep = asleep[0][1];
+
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     let mib = |b: f64| b / f64::from(1u32 << 20);
     // The ratio is how many times upstream is slower: its round trip over ours, our
@@ -190,8 +305,8 @@ pub fn bench() -> Result<Vec<String>> {
         ),
         (
             "8 B round trip, GSP asleep (us)",
-            us(theirs.asleep_rt),
-            us(ours.asleep_rt),
+            us(theirs.asleep.latency),
+            us(ours.asleep.latency),
         ),
     ];
     for (what, t, o) in rows {
@@ -201,6 +316,22 @@ pub fn bench() -> Result<Vec<String>> {
         let (t, o) = (mib(theirs.throughput[i]), mib(ours.throughput[i]));
         let what = format!("{len} B echoes, GSP busy (MiB/s)");
         println!("bench: {what:<32} {t:>10.1}  {o:>10.1}  {:>10.2}", o / t);
+    }
+    println!(
+        "bench: GSP asleep, 8 B round trip: median latency / driver CPU time per round trip (us)"
+    );
+    println!(
+        "bench: {:<10} {:>17} {:>17} {:>17}",
+        "placement", "upstream", "ours, polling", "ours, interrupt"
+    );
+    for (row, &(_, name)) in asleep.iter().zip(PLACEMENTS.iter()) {
+        let cell = |a: &Asleep| format!("{:.1} / {:.1}", us(a.latency), us(a.cpu));
+        println!(
+            "bench: {name:<10} {:>17} {:>17} {:>17}",
+            cell(&row[0]),
+            cell(&row[1]),
+            cell(&row[2])
+        );
     }
     let mut findings = Vec::new();
     for (who, f) in [("upstream", &theirs), ("ours", &ours)] {

@@ -597,13 +597,42 @@ impl Cmdq {
     pub fn receive_msg<M: MessageFromGsp>(&self, timeout: Delta) -> Result<M> {
         let function = u32::from(M::FUNCTION);
         let Some(len) = M::LENGTH else {
-            return self.read_msg(&self.receive_any(timeout)?);
+            return self.take_msg(self.receive_any(timeout)?);
         };
         // A message of `M`'s function is reassembled to `M`'s length while this waits.
         self.replies.lock().expect_typed(function, len)?;
         let msg = self.receive_any(timeout);
         self.replies.lock().unexpect_typed(function, len);
-        self.read_msg(&msg?)
+        self.take_msg(msg?)
+    }
+
+    /// Reads `msg` as an `M` ([`Cmdq::read_msg`]), then gives its buffer back for the next
+    /// receive ([`Cmdq::recycle`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Cmdq::read_msg`].
+    fn take_msg<M: MessageFromGsp>(&self, msg: GspMessage) -> Result<M> {
+        let read = self.read_msg(&msg);
+        self.recycle(msg);
+        read
+    }
+
+    /// Gives the buffer of `msg`, a message the caller is done with, back to the queue:
+    /// the next message is received into it instead of a new allocation. Kept only if no
+    /// receive is in progress (its lock is free) and it is at most one element's payload,
+    /// so that the queue never holds on to a large one; otherwise it is freed.
+    ///
+    /// Ours: upstream's messages borrow the ring and are never copied.
+    pub fn recycle(&self, msg: GspMessage) {
+        if msg.payload.capacity() > fw::MAX_ELEMENT_PAYLOAD {
+            return;
+        }
+        if let Some(mut rx) = self.rx.try_lock() {
+            if rx.spare.capacity() < msg.payload.capacity() {
+                rx.spare = msg.payload;
+            }
+        }
     }
 
     /// Reads `msg`, a message received whole, as an `M`, recording the reason of a
@@ -654,7 +683,7 @@ impl<'a, R: MessageFromGsp> PendingReply<'a, R> {
     pub fn wait(self, timeout: Delta) -> Result<R> {
         let cmdq = self.cmdq;
         let msg = self.wait_message(timeout)?;
-        cmdq.read_msg(&msg)
+        cmdq.take_msg(msg)
     }
 
     /// Waits up to `timeout` for the reply, whatever it says.

@@ -169,13 +169,47 @@ unsafe impl Backend for MutexBackend {
     }
 }
 
-/// The sleeping lock of `std` builds: a lock word in a `std` mutex (loom's under the model),
-/// and a condition variable its waiters sleep on.
+/// The sleeping lock of host builds, as the kernel's mutex: taken with one
+/// compare-and-swap when it is free and released with one when nobody waits; a waiter
+/// spins a little, then sleeps (`parking_lot`'s raw mutex).
+#[cfg(all(feature = "host", not(loom)))]
+mod imp {
+    use parking_lot::lock_api::RawMutex as _;
+
+    pub(super) struct State(parking_lot::RawMutex);
+
+    impl State {
+        pub(super) fn new() -> Self {
+            Self(parking_lot::RawMutex::INIT)
+        }
+
+        pub(super) fn lock(&self) {
+            self.0.lock();
+        }
+
+        pub(super) fn try_lock(&self) -> bool {
+            self.0.try_lock()
+        }
+
+        pub(super) fn unlock(&self) {
+            // SAFETY: `Lock` calls this only from the guard of a `lock` or a successful
+            // `try_lock` of this state, so the lock is held in this context.
+            unsafe { self.0.unlock() };
+        }
+
+        pub(super) fn is_locked(&self) -> bool {
+            self.0.is_locked()
+        }
+    }
+}
+
+/// The sleeping lock of the model: a lock word in loom's mutex, and a condition variable
+/// its waiters sleep on, every acquire and release recorded for the contract checker.
 ///
 /// The inner mutex is held only for a few instructions at a time, never while the caller
 /// holds the lock; the lock is held from when [`State::lock`] sets the word's `locked` to
 /// when [`State::unlock`] clears it.
-#[cfg(any(feature = "host", loom))]
+#[cfg(loom)]
 mod imp {
     use crate::sync::std_sync::{
         Condvar,
@@ -190,9 +224,8 @@ mod imp {
         locked: bool,
         /// How many threads sleep on [`State::released`], waiting for the lock.
         sleepers: usize,
-        /// How many times the lock was released: under the model, each acquire and release
-        /// is recorded for the DMA contract checker with this count.
-        #[cfg(loom)]
+        /// How many times the lock was released: each acquire and release is recorded for
+        /// the DMA contract checker with this count.
         releases: u64,
     }
 
@@ -208,7 +241,6 @@ mod imp {
                 word: Mutex::new(Word {
                     locked: false,
                     sleepers: 0,
-                    #[cfg(loom)]
                     releases: 0,
                 }),
                 released: Condvar::new(),
@@ -234,14 +266,12 @@ mod imp {
                 word.sleepers -= 1;
             }
             word.locked = true;
-            #[cfg(loom)]
             crate::model::lock_taken(core::ptr::from_ref(self).addr(), word.releases);
         }
 
         pub(super) fn try_lock(&self) -> bool {
             let mut word = self.word();
             let taken = !core::mem::replace(&mut word.locked, true);
-            #[cfg(loom)]
             if taken {
                 crate::model::lock_taken(core::ptr::from_ref(self).addr(), word.releases);
             }
@@ -250,11 +280,8 @@ mod imp {
 
         pub(super) fn unlock(&self) {
             let mut word = self.word();
-            #[cfg(loom)]
-            {
-                word.releases += 1;
-                crate::model::lock_released(core::ptr::from_ref(self).addr(), word.releases);
-            }
+            word.releases += 1;
+            crate::model::lock_released(core::ptr::from_ref(self).addr(), word.releases);
             word.locked = false;
             let sleepers = word.sleepers;
             drop(word);
@@ -264,11 +291,6 @@ mod imp {
             if sleepers > 0 {
                 self.released.notify_one();
             }
-        }
-
-        #[cfg(not(loom))]
-        pub(super) fn is_locked(&self) -> bool {
-            self.word().locked
         }
     }
 }

@@ -112,6 +112,11 @@ pub(super) struct CmdqRx {
     ready: Option<Result<GspMessage, RxError>>,
     /// What tells the driver that the GSP posted a message, if anything does.
     pub(super) signal: Option<&'static dyn MsgqSignal>,
+    /// The buffer of a message already read, given back ([`Cmdq::recycle`]): the next
+    /// message is received into it, without an allocation while it is large enough.
+    ///
+    /// [`Cmdq::recycle`]: super::Cmdq::recycle
+    pub(super) spare: KVec<u8>,
 }
 
 impl CmdqRx {
@@ -123,6 +128,7 @@ impl CmdqRx {
             partial: None,
             ready: None,
             signal: None,
+            spare: KVec::new(),
         }
     }
 
@@ -337,7 +343,8 @@ impl CmdqRx {
         raw: &GspMsgElement,
         expected: &dyn Fn(u32, u32) -> Option<usize>,
     ) -> Result<Option<GspMessage>, RxError> {
-        let mut payload = KVec::new();
+        let mut payload = core::mem::take(&mut self.spare);
+        payload.clear();
         let (head, chunk_len) = self.receive_element(mem, raw, &mut payload)?;
         // Looked up once the head is known good, so that a bad one takes nobody's length.
         let expected = expected(head.rpc.function, head.rpc.sequence);
