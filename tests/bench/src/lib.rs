@@ -84,7 +84,12 @@
 //! - `echo8_rt_asleep_ns`: the same as the first, but the GSP thread serves the way the
 //!   host and KUnit tiers run it ([`vgsp_kunit::gsp_thread::serve`]: it sleeps on the
 //!   doorbell whenever it is idle), and the driver spins [`Config::asleep_gap`] before
-//!   each command so the GSP is asleep when the doorbell rings: wake-up included.
+//!   each command so the GSP is asleep when the doorbell rings: wake-up included. With
+//!   the two threads on two CPUs, that wake-up is an inter-processor interrupt to the
+//!   GSP's idle CPU, most of the figure (40–50 us on a 2-vCPU VM); the driver polls
+//!   through it and sees the reply as it lands. Upstream's queue on the same figure, and
+//!   where each microsecond goes, in each placement: `cargo xtask upstream bench` and the
+//!   documentation of its `perf` module (`tests/upstream/src/perf.rs`).
 //! - `cmd_4k_mbps`, `cmd_16k_mbps`, `cmd_64k_mbps`, `cmd_256k_mbps`: one-way command
 //!   throughput (MB/s of payload, and messages a second). The driver sends commands of
 //!   that payload as fast as the ring takes them and drains the replies whenever one is
