@@ -9,7 +9,10 @@ use kernel::prelude::*;
 pub mod tests {
     use kernel::prelude::*;
     use nova_core::gsp::{
-        cmdq::SEND_TIMEOUT,
+        cmdq::{
+            GspMessage,
+            SEND_TIMEOUT, //
+        },
         fw::{
             self,
             GspMsgElement,
@@ -50,6 +53,35 @@ pub mod tests {
         assert_eq!(pair.cmdq.cpu_ptrs(), (1, 1));
         assert_eq!(pair.gsp.gsp_ptrs(), (1, 1));
         Ok(())
+    }
+
+    /// Echoes `len` bytes and returns the reply as received.
+    fn echoed(pair: &mut Pair, len: usize) -> Result<GspMessage> {
+        let payload = Pair::pattern(len, 3)?;
+        pair.cmdq.post(pair.bar.bar(), &Echo(&payload))?;
+        pair.gsp_run()?;
+        let reply = pair.cmdq.receive_any(LONG)?;
+        check!(reply.payload[..] == payload[..])?;
+        Ok(reply)
+    }
+
+    #[test]
+    fn a_recycled_buffer_receives_the_next_message() -> Result {
+        let mut pair = Pair::new()?;
+        let first = echoed(&mut pair, 4000)?;
+        pair.cmdq.recycle(first);
+        // An 8-byte message alone would get an 8-byte buffer.
+        let second = echoed(&mut pair, 8)?;
+        check!(second.payload.capacity() >= 4000)
+    }
+
+    #[test]
+    fn a_buffer_larger_than_an_element_is_not_kept() -> Result {
+        let mut pair = Pair::new()?;
+        let first = echoed(&mut pair, MAX_ELEMENT_PAYLOAD + 1000)?;
+        pair.cmdq.recycle(first);
+        let second = echoed(&mut pair, 8)?;
+        check!(second.payload.capacity() < MAX_ELEMENT_PAYLOAD)
     }
 
     #[test]
