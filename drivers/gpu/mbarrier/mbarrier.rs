@@ -428,13 +428,7 @@ impl<'a> Mbarrier<'a> {
     ///
     /// As [`Mbarrier::test_wait`].
     pub fn try_wait(&self, token: Token) -> Result<bool, Rule> {
-        for _ in 0..TRY_WAIT_SPINS {
-            if self.test_wait(token)? {
-                return Ok(true);
-            }
-            core::hint::spin_loop();
-        }
-        Ok(false)
+        Self::spin_until(|| self.test_wait(token))
     }
 
     /// Waits, within a time limit, for the phase of parity `parity` to have completed
@@ -444,8 +438,14 @@ impl<'a> Mbarrier<'a> {
     ///
     /// `UNINITIALIZED`, `WAIT_PHASE_RANGE` (a parity other than 0 or 1).
     pub fn try_wait_parity(&self, parity: u8) -> Result<bool, Rule> {
+        Self::spin_until(|| self.test_wait_parity(parity))
+    }
+
+    /// Calls `test` up to [`TRY_WAIT_SPINS`] times, until it says the phase completed:
+    /// the time limit of the `try_wait` forms.
+    fn spin_until(mut test: impl FnMut() -> Result<bool, Rule>) -> Result<bool, Rule> {
         for _ in 0..TRY_WAIT_SPINS {
-            if self.test_wait_parity(parity)? {
+            if test()? {
                 return Ok(true);
             }
             core::hint::spin_loop();

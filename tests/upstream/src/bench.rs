@@ -181,13 +181,13 @@ fn pin(cpu: usize) -> Option<libc::cpu_set_t> {
     if unsafe { libc::sched_getaffinity(0, size, &mut old) } != 0 {
         return None;
     }
-    // SAFETY: as above.
+    // SAFETY: `cpu_set_t` is plain data, valid all zero.
     let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
-    // SAFETY: `cpu` is checked against the set's capacity (`CPU_SETSIZE` bits).
+    // `CPU_SET` writes bit `cpu` of the set: it must be one of its `CPU_SETSIZE` bits.
     if cpu >= usize::try_from(libc::CPU_SETSIZE).unwrap_or(0) {
         return None;
     }
-    // SAFETY: `set` is a valid `cpu_set_t` and `cpu` within it.
+    // SAFETY: `set` is a valid `cpu_set_t` and `cpu` within it (checked above).
     unsafe { libc::CPU_SET(cpu, &mut set) };
     // SAFETY: `set` is a `cpu_set_t` of `size` bytes; 0 is the calling thread.
     (unsafe { libc::sched_setaffinity(0, size, &set) } == 0).then_some(old)
