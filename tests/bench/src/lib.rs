@@ -139,12 +139,26 @@
 //!   producer copies each message in whole (`push_entire_slice`), the consumer copies it
 //!   out whole (`pop_entire_slice`). Same clocking as the queue's throughput.
 //!
-//! Profile hints ([`limits`]), to explain the ratios:
+//! Profile hints ([`limits`], [`queue::turns`]), to explain the ratios:
 //!
 //! - `checksum_4k_gbps`, `checksum_64k_gbps`: [`nova_core::gsp::fw::checksum`] over a
 //!   buffer of that size on one thread (GB/s). Every element is checksummed twice, once
 //!   by the sender ([`nova_core::gsp::fw::GspMsgElement::seal`]) and once by the receiver
 //!   ([`nova_core::gsp::fw::verify_checksum`]).
+//! - `turn_echo8_ns`, `turn_echo8_driver_ns`, `turn_echo8_gsp_ns`: the work of the 8-byte
+//!   echo, the driver and the virtual GSP taking turns on the driver's CPU (the driver
+//!   posts, the GSP serves until idle, the driver receives and recycles the reply), so no
+//!   cache line crosses cores and nobody waits: both sides' work a round trip, then each
+//!   side's part (less what the clock reads inside it cost). With the GSP busy the two
+//!   sides work one after the other in a round trip, so the round trip is at least this
+//!   work plus what the cache lines take to cross: `turn_echo8_over_pingpong` is the part
+//!   of the round trip, in ping-pongs, that no placement of the threads can hide.
+//! - `turn_cmd4k_driver_mbps`, `turn_cmd4k_gsp_mbps`: the same for the 4 KiB
+//!   commands of `cmd_4k_mbps`, each side's work per command as the payload rate it would
+//!   sustain alone (MB/s). The driver and the GSP run in parallel in the throughput, so
+//!   the slower side's work bounds it: `turn4k_driver_over_rtrb4k` below 1 means the
+//!   driver's work alone, with nothing crossing cores, is slower than rtrb's whole
+//!   transfer.
 //!
 //! # The ratios
 //!
@@ -387,6 +401,16 @@ pub enum Measure {
     Commands(usize),
     /// [`peer::rtrb_stream`] of messages of this many bytes.
     Rtrb(usize),
+    /// [`queue::turns`]: the work of one command of `len` payload bytes, the driver and
+    /// the GSP in turns on one thread. In MB/s of payload for a figure of that unit.
+    Turns {
+        /// The payload bytes of a command.
+        len: usize,
+        /// An echo, else a sink command.
+        echo: bool,
+        /// Whose work.
+        side: queue::Turn,
+    },
     /// [`queue::rpc_throughput`] of this many callers, this many RPCs in flight.
     Rpcs {
         /// The threads calling.
@@ -675,6 +699,61 @@ pub const FIGURES: &[FigureSpec] = &[
         unit: Unit::GBps,
         measure: Measure::Checksum(64 * KIB),
     },
+    FigureSpec {
+        key: "turn_echo8_ns",
+        section: Section::Hint,
+        label: "echo 8 B, both sides' work in turns on one thread",
+        unit: Unit::Ns,
+        measure: Measure::Turns {
+            len: 8,
+            echo: true,
+            side: queue::Turn::Both,
+        },
+    },
+    FigureSpec {
+        key: "turn_echo8_driver_ns",
+        section: Section::Hint,
+        label: "echo 8 B, the driver's work in turns",
+        unit: Unit::Ns,
+        measure: Measure::Turns {
+            len: 8,
+            echo: true,
+            side: queue::Turn::Driver,
+        },
+    },
+    FigureSpec {
+        key: "turn_echo8_gsp_ns",
+        section: Section::Hint,
+        label: "echo 8 B, the GSP's work in turns",
+        unit: Unit::Ns,
+        measure: Measure::Turns {
+            len: 8,
+            echo: true,
+            side: queue::Turn::Gsp,
+        },
+    },
+    FigureSpec {
+        key: "turn_cmd4k_driver_mbps",
+        section: Section::Hint,
+        label: "4 KiB commands, the driver's work in turns",
+        unit: Unit::MBps,
+        measure: Measure::Turns {
+            len: 4 * KIB,
+            echo: false,
+            side: queue::Turn::Driver,
+        },
+    },
+    FigureSpec {
+        key: "turn_cmd4k_gsp_mbps",
+        section: Section::Hint,
+        label: "4 KiB commands, the GSP's work in turns",
+        unit: Unit::MBps,
+        measure: Measure::Turns {
+            len: 4 * KIB,
+            echo: false,
+            side: queue::Turn::Gsp,
+        },
+    },
 ];
 
 /// The order the figures of one repetition are measured in: the two figures of every
@@ -690,12 +769,17 @@ pub const MEASURE_ORDER: &[&str] = &[
     "echo8_rt_spin_wait_ns",
     "echo8_rt_floor_ns",
     "echo8_rt_asleep_ns",
+    "turn_echo8_ns",
+    "turn_echo8_driver_ns",
+    "turn_echo8_gsp_ns",
     "stream_64k_mbps",
     "cmd_64k_mbps",
     "rtrb_64k_mbps",
     "stream_4k_mbps",
     "cmd_4k_mbps",
     "rtrb_4k_mbps",
+    "turn_cmd4k_driver_mbps",
+    "turn_cmd4k_gsp_mbps",
     "cmd_1slot_mbps",
     "cmd_16k_mbps",
     "rtrb_16k_mbps",
@@ -836,6 +920,34 @@ pub const RATIOS: &[RatioSpec] = &[
         goal: None,
     },
     RatioSpec {
+        key: "turn_echo8_over_pingpong",
+        label: "echo 8 B, both sides' work in turns / ping-pong",
+        num: "turn_echo8_ns",
+        den: "pingpong_rt_ns",
+        goal: None,
+    },
+    RatioSpec {
+        key: "rt_busy_over_turn_echo8",
+        label: "echo round trip (GSP busy) / its work in turns",
+        num: "echo8_rt_busy_ns",
+        den: "turn_echo8_ns",
+        goal: None,
+    },
+    RatioSpec {
+        key: "turn4k_driver_over_rtrb4k",
+        label: "4 KiB commands, driver's work alone / rtrb 4 KiB",
+        num: "turn_cmd4k_driver_mbps",
+        den: "rtrb_4k_mbps",
+        goal: None,
+    },
+    RatioSpec {
+        key: "turn4k_gsp_over_rtrb4k",
+        label: "4 KiB commands, GSP's work alone / rtrb 4 KiB",
+        num: "turn_cmd4k_gsp_mbps",
+        den: "rtrb_4k_mbps",
+        goal: None,
+    },
+    RatioSpec {
         key: "cmd4k_over_stream4k",
         label: "4 KiB commands / cross-core stream 4 KiB",
         num: "cmd_4k_mbps",
@@ -965,6 +1077,15 @@ impl Bench {
                 queue::command_stream(cfg, self.bars.get(queue::Bell::Observed), n)?
             }
             Measure::Rtrb(n) => peer::rtrb_stream(cfg, n),
+            Measure::Turns { len, echo, side } => {
+                let ns = queue::turns(cfg, len, echo, side)?;
+                match spec.unit {
+                    // CAST: a payload length is far below 2^53. Bytes a nanosecond, by
+                    // 10^3: MB/s.
+                    Unit::MBps => Sample::rate(len as f64 * 1e3 / ns.value.max(1.0)),
+                    _ => ns,
+                }
+            }
             Measure::Rpcs { callers, in_flight } => queue::rpc_throughput(
                 cfg,
                 self.bars.get(queue::Bell::Observed),

@@ -62,16 +62,21 @@ use vgsp::{
     Vgsp, //
 };
 use vgsp_kunit::{
-    fixture::gsp_view,
+    fixture::{
+        gsp_view,
+        Pair, //
+    },
     gsp_thread::serve, //
 };
 
 use crate::{
     pin::{
         run_beside,
+        run_on,
         run_pinned,
         DRIVER_CPU, //
     },
+    stats,
     util::{
         fill_pattern,
         nanos,
@@ -494,4 +499,108 @@ pub fn rpc_throughput(
         Ok(span.rate(total, 1.0))
     })?;
     Ok(Sample::rate(rate))
+}
+
+/// Whose work a [`turns`] figure times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Turn {
+    /// Both sides: a command sent, served and its reply received.
+    Both,
+    /// The driver's part: the send and the receive of the reply.
+    Driver,
+    /// The GSP's part: taking the command and answering it.
+    Gsp,
+}
+
+/// The turns [`turns`] times as one, for [`Turn::Both`]: a clock read per turn would be
+/// a tenth of the echo's work.
+const TURN_BATCH: usize = 64;
+
+/// One turn of [`turns`]: sends `payload` ([`Echo`] if `echo`, else [`Sink`]), lets the
+/// GSP serve it and receives the reply; returns the clock at the three points between.
+///
+/// # Errors
+///
+/// - `EIO` if the reply is not the one its command asks for.
+/// - Any error of the driver or the GSP.
+fn turn(pair: &mut Pair, payload: &[u8], echo: bool) -> Result<[Instant; 3]> {
+    let (function, reply_len) = match echo {
+        true => (MsgFunction::VgspEcho, payload.len()),
+        false => (SINK_FUNCTION, 0),
+    };
+    let sent = match echo {
+        true => pair.cmdq.post(pair.bar.bar(), &Echo(payload)),
+        false => pair.cmdq.post(pair.bar.bar(), &Sink(payload)),
+    };
+    sent?;
+    let posted = Instant::now();
+    pair.gsp_run()?;
+    let served = Instant::now();
+    let reply = pair.cmdq.receive_any(Delta::ZERO)?;
+    let received = Instant::now();
+    if reply.function() != Ok(function) || reply.payload.len() != reply_len {
+        return Err(EIO);
+    }
+    pair.cmdq.recycle(reply);
+    Ok([posted, served, received])
+}
+
+/// Measures the work of one command of `len` payload bytes, an [`Echo`] if `echo`, else
+/// a [`Sink`], with the driver and the GSP taking turns on the driver's CPU: no second
+/// thread, so no cache line crosses cores and nothing waits. `side` says whose work is
+/// timed: nanoseconds a command, median and p99 ([`Turn::Both`]: of batches of 64
+/// commands; the others of single commands), less what the clock reads inside the time
+/// measured cost (the median of a read's own time).
+///
+/// # Errors
+///
+/// Any error of the driver or the GSP.
+pub fn turns(cfg: &Config, len: usize, echo: bool, side: Turn) -> Result<Sample> {
+    run_on(DRIVER_CPU, || {
+        let mut pair = Pair::new()?;
+        let mut payload = std::vec![0u8; len];
+        fill_pattern(&mut payload, 5);
+        // Twice round both rings: every slot touched, the caches warm.
+        for _ in 0..2 * fw::MSGQ_NUM_PAGES {
+            turn(&mut pair, &payload, echo)?;
+        }
+        let span = Span::start(cfg);
+        let (mut ns, mut clock) = (Vec::new(), Vec::new());
+        while !span.over(ns.len()) {
+            let t0 = Instant::now();
+            if side == Turn::Both {
+                for _ in 0..TURN_BATCH {
+                    turn(&mut pair, &payload, echo)?;
+                }
+                let end = Instant::now();
+                clock.push(nanos(Instant::now().duration_since(end)));
+                // CAST: a batch is far below 2^53 ns; `TURN_BATCH` is small.
+                ns.push(nanos(end - t0) / TURN_BATCH as f64);
+                continue;
+            }
+            let [posted, served, received] = turn(&mut pair, &payload, echo)?;
+            let idle = Instant::now();
+            clock.push(nanos(idle.duration_since(received)));
+            ns.push(match side {
+                Turn::Driver => nanos(posted - t0) + nanos(received - served),
+                _ => nanos(served - posted),
+            });
+        }
+        // Each part timed holds one clock read (the driver's two halves, two; a whole
+        // turn the three of `turn`).
+        let reads = match side {
+            Turn::Both => 3.0,
+            Turn::Driver => 2.0,
+            Turn::Gsp => 1.0,
+        };
+        let clock = if clock.is_empty() {
+            0.0
+        } else {
+            stats::median(clock.iter().copied())
+        };
+        for v in &mut ns {
+            *v = (*v - reads * clock).max(0.0);
+        }
+        Ok(Sample::latencies(&mut ns))
+    })
 }

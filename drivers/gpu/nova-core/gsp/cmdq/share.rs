@@ -189,13 +189,13 @@ impl Cmdq {
         let ready = replies.has(want);
         self.wake_for(&replies, handed);
         drop(replies);
-        let name = MsgFunction::try_from(function).map_or("UNKNOWN", MsgFunction::name);
+        let name = || MsgFunction::try_from(function).map_or("UNKNOWN", MsgFunction::name);
         match handed {
             Handed::Reply(_) | Handed::Unclaimed => {}
             Handed::Late => dev_warn!(
                 self.dev,
                 "gsp: {} ({}) for sequence {} dropped: its caller stopped waiting\n",
-                name,
+                name(),
                 function,
                 sequence
             ),
@@ -203,7 +203,7 @@ impl Cmdq {
             Handed::Dropped => dev_warn!(
                 self.dev,
                 "gsp: {} ({}) sequence {} dropped: nobody waits for it\n",
-                name,
+                name(),
                 function,
                 sequence
             ),
