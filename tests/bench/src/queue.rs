@@ -512,8 +512,8 @@ pub enum Turn {
     Gsp,
 }
 
-/// The turns [`turns`] times as one, for [`Turn::Both`]: a clock read per turn would be
-/// a tenth of the echo's work.
+/// The turns [`turns`] times as one for [`Turn::Both`], whose figure is the mean turn of
+/// each batch: a single turn of the echo lasts only a few clock reads.
 const TURN_BATCH: usize = 64;
 
 /// One turn of [`turns`]: sends `payload` ([`Echo`] if `echo`, else [`Sink`]), lets the
