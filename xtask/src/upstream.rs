@@ -650,7 +650,7 @@ pub(crate) fn build_in_kernel(
     // Built into the kernel: written under the lock, as the build that reads them.
     let firmware_dir = cache.join("gh100-firmware");
     let firmware_files = boot::firmware(&tools, &firmware_dir)?;
-    tier::ensure_packages(&[Arch::X86_64], false, progress)?;
+    tier::ensure_packages(&[Arch::X86_64], image, progress)?;
     let bindgen = tier::ensure_bindgen(&cache, progress)?;
     let nova = "drivers/gpu/nova-core";
     // The source: hard links to the pristine tree, nova-core replaced by the one built.
