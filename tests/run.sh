@@ -120,38 +120,17 @@ logged() {
     return "$rc"
 }
 
-# Installs Debian packages, one by one if apt cannot resolve them together.
-apt_install() {
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1 && return 0
-    local p
-    for p in "$@"; do
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null ||
-            fail "apt-get install $p failed"
-    done
-}
+# The programs and files this script runs or reads itself, beside what the xtask
+# commands ensure for their own steps: every one is in xtask's table of tools
+# (`cargo xtask tools list`), which installs a missing one when run as root and otherwise
+# names its package. The first list is the host steps'; the second the other steps'.
+RUN_TOOLS=(python3 xz cargo rustfmt cargo-clippy)
+RUN_TOOLS_FULL=(/usr/bin/rustc /usr/bin/cargo /usr/lib/rustlib/src/rust/library/core ld.lld-22 llvm-objdump-22 qemu-aarch64 aarch64-linux-gnu-gcc /usr/aarch64-linux-gnu/include/stdio.h gcc perl cargo-fuzz)
 
-# Debian packages: the second rustc with the std source (for -Zbuild-std), its
-# linker, the aarch64 cross toolchain and qemu-user, and Python (for kunit.py).
-ensure_packages() {
-    local want=(rustc-web cargo-web rust-web-src lld-22 llvm-22 qemu-user gcc
-        gcc-aarch64-linux-gnu libc6-dev-arm64-cross python3 xz-utils)
-    ((HOST_ONLY)) && want=(python3 xz-utils)
-    local need=() p
-    for p in "${want[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
-    done
-    ((${#need[@]} == 0)) && return 0
-    if [ "$(id -u)" != 0 ]; then
-        fail "missing Debian packages: ${need[*]}; install them with: sudo apt-get install ${need[*]}"
-    fi
-    step "installing ${need[*]}"
-    apt-get update -qq || fail "apt-get update failed"
-    apt_install "${need[@]}"
-}
-
-ensure_rust_components() {
-    cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt || fail "rustfmt missing"
-    cargo clippy --version >/dev/null 2>&1 || rustup component add clippy || fail "clippy missing"
+ensure_tools() {
+    local want=("${RUN_TOOLS[@]}")
+    ((HOST_ONLY)) || want+=("${RUN_TOOLS_FULL[@]}")
+    cargo xtask tools ensure "${want[@]}" || fail "the tools this script runs (cargo xtask tools ensure)"
 }
 
 # The kernel's KUnit parser: Linux 7.3's, from the tree `cargo xtask linux-7.3` fetches
@@ -176,8 +155,7 @@ check_ktap() {
     return 0
 }
 
-ensure_packages
-ensure_rust_components
+ensure_tools
 KUNIT_PY=$(kunit_py)
 mkdir -p target
 
@@ -279,10 +257,6 @@ pass "bring-up and KTAP (aarch64)"
 
 step "fuzz: cargo-fuzz targets, ${VGSP_FUZZ_SECONDS:-20} s each (nightly)"
 cargo +nightly --version >/dev/null 2>&1 || fail "the nightly toolchain is missing (rustup toolchain install nightly)"
-if ! cargo fuzz --version >/dev/null 2>&1; then
-    cargo install cargo-fuzz --locked >target/cargo-fuzz-install.log 2>&1 ||
-        { tail -n 20 target/cargo-fuzz-install.log; fail "cargo install cargo-fuzz"; }
-fi
 cargo +nightly fuzz build --fuzz-dir tests/fuzz >target/fuzz-build.log 2>&1 ||
     { tail -n 30 target/fuzz-build.log; fail "building the fuzz targets"; }
 targets=$(cargo +nightly fuzz list --fuzz-dir tests/fuzz) || fail "cargo fuzz list"

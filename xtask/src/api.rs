@@ -343,7 +343,7 @@ impl Tree {
 
     /// Returns `make` for the tree, as the kernel tier calls it.
     pub(crate) fn make(&self) -> Command {
-        let mut cmd = Command::new("make");
+        let mut cmd = crate::tools::known("make");
         cmd.arg("-C")
             .arg(&self.src)
             .arg(format!("O={}", self.build.display()))
@@ -844,7 +844,7 @@ pub(crate) fn api_7_3(args: &[String]) -> Result<bool, String> {
         .ok_or("no repository root")?
         .to_path_buf();
     let cache = linux::cache()?;
-    kernel::ensure_packages(&[Arch::X86_64], false, progress)?;
+    kernel::ensure_build_tools(&[Arch::X86_64], false)?;
     kernel::check_tools()?;
     let _lock = kernel::lock(&cache, progress)?;
     let bindgen = kernel::ensure_bindgen(&cache, progress)?;

@@ -236,7 +236,7 @@ pub(crate) fn run(
     };
     let out = device
         .args(["--timeout", timeout, "--memory", GUEST_MIB, "--"])
-        .arg("qemu-system-x86_64")
+        .arg(crate::tools::path("qemu-system-x86_64")?)
         .args([
             "-machine",
             "pc,accel=tcg",

@@ -130,21 +130,22 @@ const SOURCES_STAMP: &str = "vgsp-sources.sha256";
 /// The script that builds the crates.io crates for a build directory.
 pub(crate) const EXTERN_CRATES: &str = "tests/kernel/extern-crates.sh";
 /// The Debian packages every 7.3 build needs.
-const PACKAGES: &[&str] = &[
+const BUILD_TOOLS: &[&str] = &[
     "make",
     "gcc",
     "bc",
     "flex",
     "bison",
-    "libelf-dev",
-    "libssl-dev",
     "cpio",
+    "perl",
     "python3",
-    "xz-utils",
-    "rustc-web",
-    "rust-web-src",
-    "clang-22",
-    "libclang1-22",
+    "xz",
+    "/usr/bin/rustc",
+    "/usr/bin/rustdoc",
+    "/usr/lib/rustlib/src/rust/library/core",
+    "/usr/lib/llvm-22/lib/libclang.so.1",
+    "/usr/include/libelf.h",
+    "/usr/include/openssl/ssl.h",
 ];
 /// Linux 7.3's own Rust KUnit suites, as the fragments configure them: the two that
 /// need no option, then those of `CONFIG_RUST_KUNIT_TESTS`.
@@ -311,32 +312,21 @@ pub(crate) fn lock(cache: &Path, progress: Progress) -> Result<File, String> {
     Ok(file)
 }
 
-/// Returns the packages of `wanted` that `dpkg-query -W -f='${Package} ${Status}\n'`
-/// did not report installed in `output`.
-fn missing_packages(wanted: &[&str], output: &str) -> Vec<String> {
-    let installed: BTreeSet<&str> = output
-        .lines()
-        .filter_map(|l| {
-            let (name, status) = l.split_once(' ')?;
-            status.ends_with(" installed").then_some(name)
-        })
-        .collect();
-    wanted
-        .iter()
-        .filter(|p| !installed.contains(*p))
-        .map(|p| p.to_string())
-        .collect()
-}
-
-/// Returns the Debian packages building (and with `boot`, booting) for `arches` needs.
-fn packages(arches: &[Arch], boot: bool) -> Vec<&'static str> {
-    let mut wanted: Vec<&str> = PACKAGES.to_vec();
+/// Returns the tools ([`crate::tools::TOOLS`]) building (and with `boot`, booting) for
+/// `arches` needs.
+fn build_tools(arches: &[Arch], boot: bool) -> Vec<&'static str> {
+    let mut wanted: Vec<&str> = BUILD_TOOLS.to_vec();
     for arch in arches {
         let extra: &[&str] = match (arch, boot) {
             (Arch::X86_64, false) => &[],
-            (Arch::X86_64, true) => &["qemu-system-x86"],
-            (Arch::Arm64, false) => &["lld-22", "llvm-22"],
-            (Arch::Arm64, true) => &["lld-22", "llvm-22", "qemu-system-arm"],
+            (Arch::X86_64, true) => &["qemu-system-x86_64"],
+            (Arch::Arm64, false) => &["clang-22", "ld.lld-22", "llvm-objdump-22"],
+            (Arch::Arm64, true) => &[
+                "clang-22",
+                "ld.lld-22",
+                "llvm-objdump-22",
+                "qemu-system-aarch64",
+            ],
         };
         for p in extra {
             if !wanted.contains(p) {
@@ -347,62 +337,15 @@ fn packages(arches: &[Arch], boot: bool) -> Vec<&'static str> {
     wanted
 }
 
-/// Makes sure the Debian packages building (and with `boot`, booting) for `arches` needs
-/// are installed: as root, installs the missing ones.
+/// Makes sure the tools building (and with `boot`, booting) for `arches` needs are
+/// there ([`crate::tools::ensure`]): as root, installs the missing ones.
 ///
 /// # Errors
 ///
-/// - A package is missing and this is not root (the error names the `apt-get` command).
-/// - `dpkg-query` or `apt-get` cannot run or fails.
-pub(crate) fn ensure_packages(
-    arches: &[Arch],
-    boot: bool,
-    progress: Progress,
-) -> Result<(), String> {
-    let wanted = packages(arches, boot);
-    let out = Command::new("dpkg-query")
-        .args(["-W", "-f=${Package} ${Status}\n"])
-        .args(&wanted)
-        .output()
-        .map_err(|e| format!("cannot run dpkg-query (a Debian system is needed): {e}"))?;
-    let need = missing_packages(&wanted, &String::from_utf8_lossy(&out.stdout));
-    if need.is_empty() {
-        return Ok(());
-    }
-    let list = need.join(" ");
-    let is_root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if !is_root {
-        return Err(format!(
-            "missing Debian packages: {list}; install them with: sudo apt-get install -y {list}"
-        ));
-    }
-    progress.say(&format!("installing {list}"));
-    let apt = |args: &[&str]| -> Result<(), String> {
-        let status = Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .stdout(Stdio::null())
-            .status()
-            .map_err(|e| format!("cannot run apt-get: {e}"))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!("apt-get {} failed ({status})", args.join(" ")))
-        }
-    };
-    apt(&["update", "-qq"])?;
-    let mut all = vec!["install", "-y", "-qq"];
-    all.extend(need.iter().map(String::as_str));
-    if apt(&all).is_err() {
-        // apt sometimes cannot resolve the whole set at once; one by one it can.
-        for p in &need {
-            apt(&["install", "-y", "-qq", p])?;
-        }
-    }
-    Ok(())
+/// - A tool is missing and this is not root (the error names the packages).
+/// - An install fails.
+pub(crate) fn ensure_build_tools(arches: &[Arch], boot: bool) -> Result<(), String> {
+    crate::tools::ensure(&build_tools(arches, boot))
 }
 
 /// Returns `bindgen`, building it into `<cache>/bindgen` first if it is not there.
@@ -433,7 +376,7 @@ pub(crate) fn ensure_bindgen(cache: &Path, progress: Progress) -> Result<PathBuf
     Ok(bindgen)
 }
 
-/// Checks the tools the packages of [`ensure_packages`] should have brought.
+/// Checks the tools [`ensure_build_tools`] should have brought.
 ///
 /// # Errors
 ///
@@ -668,13 +611,14 @@ fn tree_differences(
     Ok((diffs, compared))
 }
 
-/// Returns the fingerprint of a tree: a hash of every entry's path, kind, inode, length
-/// and modification time. A tree unpacked anew, or with any file replaced, gets another.
+/// Returns the fingerprint of a tree, the paths of `skip` left out: a hash of every
+/// entry's path, kind, inode, length and modification time. A tree unpacked anew, or with
+/// any file replaced, gets another.
 ///
 /// # Errors
 ///
 /// - A directory cannot be read.
-fn fingerprint(tree: &Path) -> Result<String, String> {
+fn fingerprint(tree: &Path, skip: &[&str]) -> Result<String, String> {
     let mut hasher = Sha256::new();
     let mut stack = vec![PathBuf::new()];
     while let Some(dir) = stack.pop() {
@@ -686,6 +630,9 @@ fn fingerprint(tree: &Path) -> Result<String, String> {
         entries.sort_by_key(|e| e.file_name());
         for entry in entries {
             let rel = dir.join(entry.file_name());
+            if skip.iter().any(|s| rel == Path::new(s)) {
+                continue;
+            }
             let meta = entry
                 .metadata()
                 .map_err(|e| format!("{}: {e}", tree.join(&rel).display()))?;
@@ -775,7 +722,7 @@ pub(crate) fn link_tree(pristine: &Path, dest: &Path, progress: Progress) -> Res
     };
     remove(&tmp)?;
     let cp = |flags: &str| {
-        Command::new("cp")
+        crate::tools::command("cp")?
             .arg(flags)
             .arg(pristine)
             .arg(&tmp)
@@ -806,6 +753,45 @@ pub(crate) fn link_tree(pristine: &Path, dest: &Path, progress: Progress) -> Res
     }
     remove(dest)?;
     fs::rename(&tmp, dest).map_err(|e| format!("{}: {e}", dest.display()))
+}
+
+/// Returns a tree of hard links to `pristine` at `dest`, made or made again when it
+/// differs from the pristine one outside `own` (a directory the caller fills itself, such
+/// as the nova-core being built). Its identity is the pristine tree's path and its
+/// fingerprint outside `own`: a build directory of another tree, or of this one before a
+/// file outside `own` changed, starts afresh; a change inside `own` is make's business.
+///
+/// # Errors
+///
+/// - The tree cannot be read or linked.
+pub(crate) fn linked_tree(
+    pristine: &Path,
+    dest: &Path,
+    own: &str,
+    progress: Progress,
+) -> Result<Scratch, String> {
+    let stale = if dest.join("Makefile").is_file() {
+        tree_differences(pristine, dest, "", &[own], Compare::Quick, 3)?.0
+    } else {
+        vec!["not made yet".into()]
+    };
+    if !stale.is_empty() {
+        progress.say(&format!(
+            "linking {} to {} (hard links): {}",
+            dest.display(),
+            pristine.display(),
+            stale.join("; ")
+        ));
+        link_tree(pristine, dest, progress)?;
+    }
+    Ok(Scratch {
+        path: dest.to_path_buf(),
+        identity: format!(
+            "pristine {}\nfingerprint {} (without {own})",
+            pristine.display(),
+            fingerprint(pristine, &[own])?
+        ),
+    })
 }
 
 /// Returns the tier's scratch tree for `pristine` ([`SCRATCH_DIR`] in the cache), made
@@ -920,7 +906,7 @@ pub(crate) fn scratch_tree(
         identity: format!(
             "pristine {}\nfingerprint {}",
             pristine.display(),
-            fingerprint(&pristine)?
+            fingerprint(&pristine, &[])?
         ),
         path,
     })
@@ -1293,7 +1279,8 @@ impl Tier {
             .arg("--log")
             .arg(&boot_log)
             .args(["--timeout", BOOT_TIMEOUT])
-            .args(["--gsp-arg", "--log-every", "--gsp-arg", "100", "--", qemu])
+            .args(["--gsp-arg", "--log-every", "--gsp-arg", "100", "--"])
+            .arg(crate::tools::path(qemu)?)
             .args(machine)
             .arg("-kernel")
             .arg(&image)
@@ -1355,7 +1342,7 @@ impl Tier {
         let (json, text) = (tree.build.join("kunit.json"), tree.build.join("kunit.txt"));
         let _ = fs::remove_file(&json);
         let kunit_py = tree.src.join("tools/testing/kunit/kunit.py");
-        let out = Command::new("python3")
+        let out = crate::tools::command("python3")?
             .arg(&kunit_py)
             .arg("parse")
             .arg(format!("--json={}", json.display()))
@@ -1532,7 +1519,7 @@ pub(crate) fn kernel_7_3(args: &[String]) -> Result<bool, String> {
         .ok_or("no repository root")?
         .to_path_buf();
     let cache = linux::cache()?;
-    ensure_packages(&options.arches, true, progress)?;
+    ensure_build_tools(&options.arches, true)?;
     check_tools()?;
     let pristine = linux::linux_7_3()?;
     let _lock = lock(&cache, progress)?;
@@ -1663,26 +1650,27 @@ mod tests {
     }
 
     #[test]
-    fn reports_packages_dpkg_does_not_list_as_installed() {
-        let out = "make install ok installed\ngcc deinstall ok config-files\n";
-        assert_eq!(missing_packages(&["make", "gcc", "bc"], out), ["gcc", "bc"]);
-    }
-
-    #[test]
     fn asks_for_qemu_only_to_boot_and_for_llvm_only_on_arm64() {
-        let build = packages(&[Arch::X86_64], false);
+        let build = build_tools(&[Arch::X86_64], false);
         assert!(!build
             .iter()
-            .any(|p| p.starts_with("qemu") || *p == "lld-22"));
-        let both = packages(&[Arch::X86_64, Arch::Arm64], true);
+            .any(|p| p.starts_with("qemu") || p.ends_with("-22")));
+        let both = build_tools(&[Arch::X86_64, Arch::Arm64], true);
         for p in [
-            "qemu-system-x86",
-            "qemu-system-arm",
-            "lld-22",
-            "llvm-22",
+            "qemu-system-x86_64",
+            "qemu-system-aarch64",
+            "ld.lld-22",
+            "llvm-objdump-22",
             "clang-22",
         ] {
             assert_eq!(both.iter().filter(|q| **q == p).count(), 1, "{p}");
+        }
+    }
+
+    #[test]
+    fn every_build_tool_is_in_the_table() {
+        for t in build_tools(&Arch::ALL, true) {
+            assert!(crate::tools::entry(t).is_some(), "{t}");
         }
     }
 
@@ -1757,7 +1745,8 @@ mod tests {
             fs::write(dir.join("p/rust/kernel/lib.rs"), "//! kernel\n").unwrap();
             fs::write(dir.join("p/drivers/Makefile"), "obj-y += a/\n").unwrap();
             symlink("kernel/lib.rs", dir.join("p/rust/link.rs")).unwrap();
-            let out = Command::new("cp")
+            let out = crate::tools::command("cp")
+                .unwrap()
                 .arg("-al")
                 .arg(dir.join("p"))
                 .arg(dir.join("t"))
@@ -1850,10 +1839,10 @@ mod tests {
     fn a_fingerprint_changes_when_a_file_is_replaced() {
         let trees = Trees::new("fingerprint");
         let p = trees.dir.join("p");
-        let first = fingerprint(&p).unwrap();
-        assert_eq!(fingerprint(&p).unwrap(), first);
+        let first = fingerprint(&p, &[]).unwrap();
+        assert_eq!(fingerprint(&p, &[]).unwrap(), first);
         write_new_file(&p.join("rust/kernel/lib.rs"), "//! kernel\n").unwrap();
-        assert_ne!(fingerprint(&p).unwrap(), first);
+        assert_ne!(fingerprint(&p, &[]).unwrap(), first);
     }
 
     fn suite(name: &str, passed: u64) -> Suite {

@@ -30,11 +30,11 @@ use std::{
     process::Command,
 };
 
-/// The Debian package holding the source, and the suite that has it.
-const PACKAGE: &str = "linux-source-7.3";
-const SUITE: &str = "trixie-backports";
-/// The tarball inside the package.
-const TARBALL: &str = "usr/src/linux-source-7.3.tar.xz";
+/// The suites of Debian's archive searched for a kernel's source, beside the system's own:
+/// backports of the next stable release, unstable, experimental.
+const SUITES: &[&str] = &["trixie-backports", "sid", "experimental"];
+/// The release the project follows.
+const FOLLOWED: &str = "7.3";
 /// The keyring the private configuration trusts (Debian's, as the system's sources do).
 pub(crate) const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
 
@@ -51,15 +51,96 @@ pub(crate) fn cache() -> Result<PathBuf, String> {
     Ok(Path::new(&home).join(".cache/vgsp"))
 }
 
-/// Returns whether `tree` is a Linux 7.3 source tree with nova-core.
-pub(crate) fn is_linux_7_3(tree: &Path) -> bool {
+/// Returns whether `tree` is a Linux source tree of `major.minor` with nova-core's queue.
+pub(crate) fn is_linux(tree: &Path, major: &str, minor: &str) -> bool {
     let Ok(makefile) = fs::read_to_string(tree.join("Makefile")) else {
         return false;
     };
     let has = |line: &str| makefile.lines().any(|l| l.trim() == line);
-    has("VERSION = 7")
-        && has("PATCHLEVEL = 3")
+    has(&format!("VERSION = {major}"))
+        && has(&format!("PATCHLEVEL = {minor}"))
         && tree.join("drivers/gpu/nova-core/gsp/cmdq.rs").is_file()
+}
+
+/// Returns whether `tree` is a Linux 7.3 source tree with nova-core.
+pub(crate) fn is_linux_7_3(tree: &Path) -> bool {
+    is_linux(tree, "7", "3")
+}
+
+/// A kernel release as a user names it (`7.3`, `7.2`, `7.2.13`, `7.3~rc7`): its Debian
+/// package and how a version of it is chosen.
+#[derive(Debug, PartialEq, Eq)]
+struct Release {
+    /// `major`, `minor`.
+    series: (String, String),
+    /// What was asked for.
+    asked: String,
+}
+
+impl Release {
+    /// Reads a release name.
+    ///
+    /// # Errors
+    ///
+    /// - The name is not `MAJOR.MINOR` followed by nothing, `.SUBLEVEL` or `~rcN`.
+    fn parse(name: &str) -> Result<Self, String> {
+        let bad = || {
+            format!(
+                "`{name}` is no kernel release: name one as Debian versions it, such as 7.3, \
+                 7.2, 7.2.13 or 7.3~rc7"
+            )
+        };
+        let (major, rest) = name.split_once('.').ok_or_else(bad)?;
+        let end = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let (minor, tail) = rest.split_at(end);
+        let tail_ok = tail.is_empty()
+            || tail
+                .strip_prefix('.')
+                .or_else(|| tail.strip_prefix("~rc"))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if !digits(major) || !digits(minor) || !tail_ok {
+            return Err(bad());
+        }
+        Ok(Self {
+            series: (major.into(), minor.into()),
+            asked: name.into(),
+        })
+    }
+
+    /// Returns Debian's package of the release's source.
+    fn package(&self) -> String {
+        format!("linux-source-{}.{}", self.series.0, self.series.1)
+    }
+
+    /// Returns whether the Debian version `version` (`7.2.13-1`, `7.3~rc7-1~exp1`) is this
+    /// release: for `MAJOR.MINOR` any version that is no release candidate, else the
+    /// version that starts with the name and goes on with no other digit.
+    fn matches(&self, version: &str) -> bool {
+        let series = format!("{}.{}", self.series.0, self.series.1);
+        if self.asked == series {
+            return !version.contains("~rc");
+        }
+        version
+            .strip_prefix(&self.asked)
+            .is_some_and(|rest| !rest.starts_with(|c: char| c.is_ascii_digit()))
+    }
+}
+
+/// Returns the versions of `package` the private configuration `opts` knows, newest
+/// first (`apt-cache madison`'s order).
+fn versions(opts: &[String], package: &str) -> Result<Vec<String>, String> {
+    let out = crate::tools::command("apt-cache")?
+        .args(opts)
+        .args(["madison", package])
+        .output()
+        .map_err(|e| format!("apt-cache madison {package}: {e}"))?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split('|').nth(1).map(|v| v.trim().to_string()))
+        .collect())
 }
 
 /// Runs `cmd`, failing with what it was and what it printed.
@@ -144,16 +225,18 @@ pub(crate) fn private_apt(
     ])
 }
 
-/// Fetches and unpacks the tree into `dest`.
-fn fetch(cache: &Path, dest: &Path) -> Result<(), String> {
-    let apt = cache.join("apt-7.3");
+/// Fetches `release`'s source from Debian and unpacks it into `dest`.
+fn fetch(cache: &Path, release: &Release, dest: &Path) -> Result<(), String> {
+    let apt = cache.join("apt-linux");
     let mirror = debian_mirror()?;
-    let opts = private_apt(
-        &apt,
-        &format!("deb [signed-by={KEYRING}] {mirror} {SUITE} main\n"),
-        &["debs"],
-    )?;
+    let list: String = SUITES
+        .iter()
+        .map(|suite| format!("deb [signed-by={KEYRING}] {mirror} {suite} main\n"))
+        .collect();
+    let opts = private_apt(&apt, &list, &["debs"])?;
+    let package = release.package();
     let debs = apt.join("debs");
+    // `linux-source-7.2_7.2.13-1_all.deb`: the version is the second field.
     let deb = |debs: &Path| -> Option<PathBuf> {
         fs::read_dir(debs)
             .ok()?
@@ -162,40 +245,123 @@ fn fetch(cache: &Path, dest: &Path) -> Result<(), String> {
             .find(|p| {
                 p.file_name()
                     .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(PACKAGE) && n.ends_with(".deb"))
+                    .and_then(|n| n.strip_suffix(".deb"))
+                    .and_then(|n| n.strip_prefix(&format!("{package}_")))
+                    .and_then(|n| n.split('_').next())
+                    .is_some_and(|v| release.matches(&v.replace("%3a", ":")))
             })
     };
     if deb(&debs).is_none() {
-        eprintln!("xtask: fetching {PACKAGE} from {mirror} {SUITE} (about 170 MB, once)");
-        run(Command::new("apt-get").args(&opts).args(["-qq", "update"]))?;
-        run(Command::new("apt-get")
+        eprintln!(
+            "xtask: looking for {} in {mirror} {}",
+            release.asked,
+            SUITES.join(", ")
+        );
+        run(crate::tools::command("apt-get")?
             .args(&opts)
-            .args(["-qq", "download", PACKAGE])
+            .args(["-qq", "update"]))?;
+        let known = versions(&opts, &package)?;
+        let version =
+            known
+                .iter()
+                .find(|v| release.matches(v))
+                .ok_or_else(|| match known.is_empty() {
+                    true => format!("Debian has no {package} in {}", SUITES.join(", ")),
+                    false => format!(
+                        "Debian's {package} has no version {} (it has {})",
+                        release.asked,
+                        known.join(", ")
+                    ),
+                })?;
+        eprintln!("xtask: fetching {package} {version} (about 170 MB, once)");
+        run(crate::tools::command("apt-get")?
+            .args(&opts)
+            .args(["-qq", "download", &format!("{package}={version}")])
             .current_dir(&debs))?;
     }
-    let deb = deb(&debs).ok_or_else(|| format!("apt-get download left no {PACKAGE} .deb"))?;
+    let deb = deb(&debs).ok_or_else(|| format!("apt-get download left no {package} .deb"))?;
     eprintln!("xtask: unpacking {} (once)", deb.display());
-    let staging = cache.join("linux-7.3.tmp");
+    let staging = dest.with_extension("tmp");
     let _ = fs::remove_dir_all(&staging);
     fs::create_dir_all(&staging).map_err(|e| format!("{}: {e}", staging.display()))?;
-    run(Command::new("dpkg-deb")
+    run(crate::tools::command("dpkg-deb")?
         .arg("-x")
         .arg(&deb)
         .arg(staging.join("deb")))?;
-    run(Command::new("tar")
+    let tarball = staging
+        .join("deb/usr/src")
+        .join(format!("{package}.tar.xz"));
+    crate::tools::ensure(&["xz"])?;
+    run(crate::tools::command("tar")?
         .arg("-xJf")
-        .arg(staging.join("deb").join(TARBALL))
+        .arg(&tarball)
         .arg("-C")
         .arg(&staging)
         .arg("--strip-components=1"))?;
     let _ = fs::remove_dir_all(staging.join("deb"));
-    if !is_linux_7_3(&staging) {
+    let (major, minor) = &release.series;
+    if !is_linux(&staging, major, minor) {
         return Err(format!(
-            "{} did not unpack to a Linux 7.3 tree",
+            "{} did not unpack to a Linux {major}.{minor} tree with nova-core",
             deb.display()
         ));
     }
     fs::rename(&staging, dest).map_err(|e| format!("{}: {e}", dest.display()))
+}
+
+/// Returns the tree of the kernel release `name` (`7.3`, `7.2`, `7.3~rc7`, ...), fetching
+/// Debian's source package of it into the cache (`<cache>/linux-<name>`) if it is not
+/// there.
+///
+/// # Errors
+///
+/// - The name is no release, or Debian does not have it (the error says which versions
+///   it has).
+/// - The fetch or the unpacking fails.
+pub(crate) fn linux_tree(name: &str) -> Result<PathBuf, String> {
+    let release = Release::parse(name)?;
+    let cache = cache()?;
+    let tree = cache.join(format!("linux-{name}"));
+    let (major, minor) = &release.series;
+    if is_linux(&tree, major, minor) {
+        return Ok(tree);
+    }
+    fetch(&cache, &release, &tree).map_err(|e| {
+        format!(
+            "{e}\ncannot get Linux {name}: tried Debian's {} from {} through a private apt \
+             configuration under {}. Unpack a tree yourself and name its directory instead.",
+            release.package(),
+            SUITES.join(", "),
+            cache.join("apt-linux").display()
+        )
+    })?;
+    Ok(tree)
+}
+
+/// `cargo xtask linux RELEASE`: prints the tree's path.
+pub(crate) fn linux_command(args: &[String]) -> Result<bool, String> {
+    let [name] = args else {
+        return Err("usage: cargo xtask linux RELEASE (7.3, 7.2, 7.3~rc7, ...)".into());
+    };
+    println!("{}", linux_tree(name)?.display());
+    Ok(true)
+}
+
+/// Returns the tree `--tree` names: a directory, or a release Debian serves
+/// ([`linux_tree`]).
+///
+/// # Errors
+///
+/// - Neither a directory nor a release Debian has.
+pub(crate) fn tree_argument(arg: &Path) -> Result<PathBuf, String> {
+    if arg.is_dir() {
+        return fs::canonicalize(arg).map_err(|e| format!("--tree {}: {e}", arg.display()));
+    }
+    let name = arg.to_string_lossy();
+    match Release::parse(&name) {
+        Ok(_) => linux_tree(&name),
+        Err(e) => Err(format!("--tree {name}: no such directory, and {e}")),
+    }
 }
 
 /// Returns the Linux 7.3 tree, fetching it into the cache if it is not there.
@@ -215,20 +381,7 @@ pub fn linux_7_3() -> Result<PathBuf, String> {
             ))
         };
     }
-    let cache = cache()?;
-    let tree = cache.join("linux-7.3");
-    if is_linux_7_3(&tree) {
-        return Ok(tree);
-    }
-    fetch(&cache, &tree).map_err(|e| {
-        format!(
-            "{e}\ncannot get Linux 7.3: tried Debian's {PACKAGE} from {SUITE} through a \
-             private apt configuration under {}. Unpack a Linux 7.3 tree yourself and set \
-             VGSP_LINUX_7_3=<tree> to use it instead.",
-            cache.join("apt-7.3").display()
-        )
-    })?;
-    Ok(tree)
+    linux_tree(FOLLOWED)
 }
 
 /// `cargo xtask linux-7.3`: prints the tree's path.
@@ -243,7 +396,7 @@ pub fn linux_7_3_command(args: &[String]) -> Result<bool, String> {
 /// Runs the tree's `checkpatch.pl --strict` on `patch`; returns its summary line when it
 /// is not clean.
 fn checkpatch(tree: &Path, patch: &Path) -> Result<Option<String>, String> {
-    let out = Command::new("perl")
+    let out = crate::tools::command("perl")?
         .arg(tree.join("scripts/checkpatch.pl"))
         .args(["--strict", "--no-tree", "--color=never"])
         .arg(patch)
@@ -283,7 +436,7 @@ fn check_cover_letter(
     if !text.lines().any(|l| l.starts_with(&subject)) {
         wrong.push(format!("its subject does not start with `{subject}`"));
     }
-    let out = Command::new("perl")
+    let out = crate::tools::command("perl")?
         .arg(tree.join("scripts/get_maintainer.pl"))
         .args(["--no-git", "--no-git-fallback", "--no-rolestats"])
         .args(patches)
@@ -317,9 +470,7 @@ pub fn check_patches(args: &[String]) -> Result<bool, String> {
         }
     }
     let tree = match tree {
-        Some(tree) => {
-            fs::canonicalize(&tree).map_err(|e| format!("--tree {}: {e}", tree.display()))?
-        }
+        Some(tree) => tree_argument(&tree)?,
         None => linux_7_3()?,
     };
     if !tree.join("scripts/checkpatch.pl").is_file() {
@@ -359,7 +510,7 @@ pub fn check_patches(args: &[String]) -> Result<bool, String> {
             Err(e) => said.push(format!("does not apply after the patches before it: {e}")),
             Ok(scratch) => {
                 let crate_root = scratch.join("drivers/gpu/nova-core/nova_core.rs");
-                let fmt = Command::new("rustfmt")
+                let fmt = crate::tools::command("rustfmt")?
                     .args(["--check", "--edition", "2021", "--config-path"])
                     .arg(tree.join(".rustfmt.toml"))
                     .arg(&crate_root)
@@ -405,4 +556,46 @@ pub fn check_patches(args: &[String]) -> Result<bool, String> {
         patches.len()
     );
     Ok(clean == patches.len() && cover_wrong.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_release_names_its_debian_package() {
+        assert_eq!(Release::parse("7.2").unwrap().package(), "linux-source-7.2");
+        assert_eq!(
+            Release::parse("7.3~rc7").unwrap().package(),
+            "linux-source-7.3"
+        );
+        assert_eq!(
+            Release::parse("7.2.13").unwrap().package(),
+            "linux-source-7.2"
+        );
+    }
+
+    #[test]
+    fn a_name_that_is_no_release_is_refused() {
+        for bad in ["7", "x.3", "7.3-rc7", "7.3~rc", "7.3.", "../7.3", "7.3/x"] {
+            assert!(Release::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_series_chooses_a_version_that_is_no_release_candidate() {
+        let r = Release::parse("7.3").unwrap();
+        assert!(r.matches("7.3.4-1~bpo13+1"));
+        assert!(!r.matches("7.3~rc7-1~exp1"));
+    }
+
+    #[test]
+    fn a_full_name_chooses_its_own_version_only() {
+        let rc = Release::parse("7.3~rc7").unwrap();
+        assert!(rc.matches("7.3~rc7-1~exp1"));
+        assert!(!rc.matches("7.3.4-1~bpo13+1"));
+        let point = Release::parse("7.2.1").unwrap();
+        assert!(point.matches("7.2.1-1"));
+        assert!(!point.matches("7.2.13-1"));
+    }
 }

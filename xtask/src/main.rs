@@ -28,8 +28,12 @@
 //! by the contract checker; with no path, Linux 7.3's own, checked against their `Result:`
 //! lines (see [`litmus`]).
 //!
-//! `cargo xtask linux-7.3` and `cargo xtask check-patches [--tree DIR]`: the Linux 7.3
-//! tree and the patches of `upstream/` (see [`linux`]).
+//! `cargo xtask linux-7.3`, `cargo xtask linux RELEASE` and `cargo xtask check-patches
+//! [--tree DIR]`: the Linux 7.3 tree, any release Debian serves (7.2, 7.3~rc7, ...), and
+//! the patches of `upstream/` (see [`linux`]).
+//!
+//! `cargo xtask tools list|ensure`: the programs the commands run and where each comes
+//! from (see [`tools`]).
 //!
 //! `cargo xtask api-7.3 [--tree DIR]`: the errors of nova-core compiled against the
 //! pristine Linux 7.3 `kernel` crate (see [`api`]).
@@ -46,6 +50,7 @@ mod kernel;
 mod linux;
 mod litmus;
 mod ordering;
+mod tools;
 mod upstream;
 mod variant;
 
@@ -471,16 +476,20 @@ fn main() -> ExitCode {
         Some("ordering-trace") => ordering::ordering_trace(&args[1..]),
         Some("litmus") => litmus::litmus(&args[1..]),
         Some("linux-7.3") => linux::linux_7_3_command(&args[1..]),
+        Some("linux") => linux::linux_command(&args[1..]),
         Some("check-patches") => linux::check_patches(&args[1..]),
         Some("api-7.3") => api::api_7_3(&args[1..]),
         Some("kernel-7.3") => kernel::kernel_7_3(&args[1..]),
         Some("upstream") => upstream::upstream(&args[1..]),
+        Some("tools") => tools::tools_command(&args[1..]),
         Some("variant-tree") => repo_root().and_then(|root| variant::variant_tree(&root, &args[1..])),
         _ => Err("usage: cargo xtask ordering-mutants [--jobs N] [--list] | \
                   ordering-trace [--mutants] | variant-tree NAME DIR | litmus [--check] [FILE|DIR]... | linux-7.3 | \
+                  linux RELEASE | \
                   check-patches [--tree DIR] | api-7.3 [--tree DIR] | \
                   kernel-7.3 [--without-project] [x86_64|arm64]... | \
-                  upstream [--tree DIR] [--patch FILE]... [--gsp-fault NAME|all]... [WHAT...]"
+                  upstream [--tree DIR] [--patch FILE]... [--gsp-fault NAME|all]... [WHAT...] | \
+                  tools list | tools ensure [--all] [--probe] [TOOL...]"
             .into()),
     };
     match result {

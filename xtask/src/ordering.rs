@@ -65,7 +65,7 @@ pub(crate) fn repo() -> Result<PathBuf, String> {
 
 /// The installed `qemu-user`'s source package version (`1:7.2+dfsg-7+deb12u18`).
 fn qemu_source_version() -> Result<String, String> {
-    let out = Command::new("dpkg-query")
+    let out = crate::tools::command("dpkg-query")?
         .args(["-W", "-f=${source:Version}", "qemu-user"])
         .output()
         .map_err(|e| format!("dpkg-query: {e}"))?;
@@ -115,10 +115,14 @@ fn plugin_header() -> Result<PathBuf, String> {
         .map(|s| format!("deb-src [signed-by={}] {mirror} {s} main\n", linux::KEYRING))
         .collect();
     let opts = linux::private_apt(&apt, &list, &["src"])?;
-    linux::run(Command::new("apt-get").args(&opts).args(["-qq", "update"]))?;
+    linux::run(
+        crate::tools::command("apt-get")?
+            .args(&opts)
+            .args(["-qq", "update"]),
+    )?;
     let src = apt.join("src");
     linux::run(
-        Command::new("apt-get")
+        crate::tools::command("apt-get")?
             .args(&opts)
             .args(["-qq", "--download-only", "source", &format!("qemu={version}")])
             .current_dir(&src),
@@ -132,7 +136,7 @@ fn plugin_header() -> Result<PathBuf, String> {
         .map(|e| e.path())
         .find(|p| p.to_string_lossy().contains(".orig.tar"))
         .ok_or("apt-get source left no .orig.tar of qemu")?;
-    let out = Command::new("tar")
+    let out = crate::tools::command("tar")?
         .arg("-xf")
         .arg(&orig)
         .args(["--wildcards", "--to-stdout", "*/include/qemu/qemu-plugin.h"])
@@ -159,7 +163,7 @@ fn plugin(repo: &Path) -> Result<PathBuf, String> {
     let out_dir = repo.join("target/trace");
     fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
     let so = out_dir.join("libvgsp-trace.so");
-    let status = Command::new("gcc")
+    let status = crate::tools::command("gcc")?
         .args(["-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC"])
         .arg("-I")
         .arg(include)
@@ -191,7 +195,7 @@ fn build_aarch64(
     }
     let target_dir = repo.join("target/aarch64-trace");
     let path = format!("/usr/bin:{}", env::var("PATH").unwrap_or_default());
-    let mut cmd = Command::new("cargo");
+    let mut cmd = crate::tools::command("cargo")?;
     cmd.args([
         "build",
         "--release",
@@ -238,7 +242,7 @@ fn run_traced(
     let stdout = out.with_extension("stdout");
     let stdout_file =
         fs::File::create(&stdout).map_err(|e| format!("{}: {e}", stdout.display()))?;
-    let mut cmd = Command::new("qemu-aarch64");
+    let mut cmd = crate::tools::command("qemu-aarch64")?;
     cmd.args(["-L", "/usr/aarch64-linux-gnu", "-plugin"])
         .arg(format!("{},out={}", plugin.display(), out.display()))
         .arg(binary)

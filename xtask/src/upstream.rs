@@ -68,8 +68,7 @@ use crate::{
     boot,
     kernel::{
         self as tier,
-        Progress,
-        Scratch, //
+        Progress, //
     },
     linux::{
         self,
@@ -206,7 +205,7 @@ pub(crate) fn patched_tree(
         // and skip every path outside the current directory: the ceiling stops git from
         // finding the repository.
         let git_apply = |check: &[&str]| {
-            Command::new("git")
+            crate::tools::command("git")?
                 .args(["apply", "--include", &format!("{nova}/*")])
                 .args(check)
                 .arg(&patch)
@@ -317,9 +316,7 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
         .ok_or("xtask is not inside the repository")?
         .to_path_buf();
     let tree = match &opts.tree {
-        Some(tree) => {
-            fs::canonicalize(tree).map_err(|e| format!("--tree {}: {e}", tree.display()))?
-        }
+        Some(tree) => linux::tree_argument(tree)?,
         None => linux_7_3()?,
     };
     let nova = tree.join("drivers/gpu/nova-core");
@@ -394,8 +391,10 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
                     println!("upstream build: {e}");
                 }
                 return Err(format!(
-                    "{name}: the queue does not build with the project's adapters ({} errors above)",
-                    errors.len()
+                    "{name}: the queue does not build with the project's adapters ({} errors \
+                     above). {}",
+                    errors.len(),
+                    in_kernel_hint(&tree, &version)
                 ));
             }
         };
@@ -438,6 +437,18 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
         println!("{line}");
     }
     Ok(!echo_failed && !boot_failed)
+}
+
+/// Returns what to say when the out-of-kernel harness cannot build a tree's queue: which
+/// paths still serve the tree.
+fn in_kernel_hint(tree: &Path, release: &str) -> String {
+    format!(
+        "The out-of-kernel checks (echo, hostile, fuzz, bench, replay, ordering) compile the \
+         tree's queue against the project's shim, which speaks Linux 7.3's kernel API; Linux \
+         {release}'s queue needs another. The in-kernel paths build the tree with its own \
+         kernel and serve it: cargo xtask upstream --tree {} boot [--gsp-fault all]",
+        tree.display()
+    )
 }
 
 /// Boots the tree's kernel `image` once per GSP fault of `asked` (`all`: every one) and
@@ -527,8 +538,9 @@ fn replay_image(repo: &Path, tree: &Path, name: &str, args: &[String]) -> Result
     eprintln!("xtask: upstream: building {name}'s nova-core queue against the shim");
     let binary = build(repo, tree).map_err(|errors| {
         format!(
-            "{name}: the queue does not build with the project's adapters:\n{}",
-            errors.join("\n")
+            "{name}: the queue does not build with the project's adapters:\n{}\n{}",
+            errors.join("\n"),
+            in_kernel_hint(tree, &kernel_version(tree).unwrap_or_default())
         )
     })?;
     let out = Command::new(binary)
@@ -553,7 +565,7 @@ const FUZZ_RUNS: u64 = 20_000;
 /// stops at the first, with the input saved, which is printed as a finding).
 fn fuzz_receive(repo: &Path, tree: &Path) -> Result<(u64, u64), String> {
     println!("== fuzz");
-    let have_fuzz = Command::new("cargo")
+    let have_fuzz = crate::tools::command("cargo")?
         .args(["+nightly", "fuzz", "--version"])
         .output()
         .is_ok_and(|o| o.status.success());
@@ -573,7 +585,7 @@ fn fuzz_receive(repo: &Path, tree: &Path) -> Result<(u64, u64), String> {
     }
     let log = work.join("fuzz.log");
     let log_file = fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let status = Command::new("cargo")
+    let status = crate::tools::command("cargo")?
         .args(["+nightly", "fuzz", "run", "--fuzz-dir"])
         .arg(repo.join("tests/upstream/fuzz"))
         .arg("upstream_gspq_receive")
@@ -650,26 +662,23 @@ pub(crate) fn build_in_kernel(
     // Built into the kernel: written under the lock, as the build that reads them.
     let firmware_dir = cache.join("gh100-firmware");
     let firmware_files = boot::firmware(&tools, &firmware_dir)?;
-    tier::ensure_packages(&[Arch::X86_64], image, progress)?;
+    tier::ensure_build_tools(&[Arch::X86_64], image)?;
     let bindgen = tier::ensure_bindgen(&cache, progress)?;
     let nova = "drivers/gpu/nova-core";
-    // The source: hard links to the pristine tree, nova-core replaced by the one built.
-    let path = cache.join("linux-7.3-nova-core");
-    if !path.join("Makefile").is_file() {
-        tier::link_tree(pristine, &path, progress)?;
+    // The source: hard links to the pristine tree, nova-core replaced by the one built;
+    // source and build directory are the tree's own, kept beside other trees'.
+    let dir = tree_cache(&cache, pristine)?;
+    let scratch = tier::linked_tree(pristine, &dir.join("src"), nova, progress)?;
+    let ours = scratch.path.join(nova);
+    if ours.exists() {
+        fs::remove_dir_all(&ours).map_err(|e| format!("{}: {e}", ours.display()))?;
     }
-    let ours = path.join(nova);
-    fs::remove_dir_all(&ours).map_err(|e| format!("{}: {e}", ours.display()))?;
     copy_dir(&built_from.join(nova), &ours)?;
     // The build directory belongs to the pristine tree: one patch set after another only
     // rebuilds nova-core (the copy above gave its files new modification times, so make
     // cannot take the other set's objects for built).
-    let scratch = Scratch {
-        path: path.clone(),
-        identity: format!("{} with nova-core copied in", pristine.display()),
-    };
     let tree = Tree::new(Arch::X86_64, &scratch, &cache, bindgen, progress)
-        .in_build(cache.join("build-7.3-x86_64-nova-core"));
+        .in_build(dir.join("build-x86_64"));
     let fragment: String = api::fragment(&repo, Arch::X86_64, false)?
         .lines()
         .filter(|l| !l.contains("CONFIG_NOVA_CORE"))
@@ -718,6 +727,21 @@ pub(crate) fn build_in_kernel(
             report.unwrap_or_else(|| api::tail(&log, 20))
         )),
     }
+}
+
+/// Returns the cache directory of the kernel tree `tree` (canonical): its release and a
+/// hash of its path, so that several trees keep their sources and builds side by side and
+/// switching between them leaves each one warm.
+///
+/// # Errors
+///
+/// - The tree's `Makefile` names no release.
+pub(crate) fn tree_cache(cache: &Path, tree: &Path) -> Result<PathBuf, String> {
+    let release = kernel_version(tree)?;
+    let hash = tier::sha256_hex(tree.as_os_str().as_encoded_bytes());
+    Ok(cache
+        .join("trees")
+        .join(format!("{release}-{}", &hash[..12])))
 }
 
 /// What [`build_in_kernel`] built: the emulated GPU's tools, and the kernel's image when
