@@ -143,7 +143,7 @@ const BUILD_TOOLS: &[&str] = &[
     "/usr/bin/rustc",
     "/usr/bin/rustdoc",
     "/usr/lib/rustlib/src/rust/library/core",
-    "/usr/lib/llvm-22/lib/libclang.so.1",
+    "/usr/lib/llvm-22/lib/libclang-22.so.1",
     "/usr/include/libelf.h",
     "/usr/include/openssl/ssl.h",
 ];

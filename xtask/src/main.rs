@@ -35,6 +35,9 @@
 //! `cargo xtask tools list|ensure`: the programs the commands run and where each comes
 //! from (see [`tools`]).
 //!
+//! `cargo xtask fresh-machine [-- RUN_ARGS...]`: the tools' probe and `tests/run.sh` in a
+//! Debian root that has only what a new machine has (see [`fresh`]).
+//!
 //! `cargo xtask api-7.3 [--tree DIR]`: the errors of nova-core compiled against the
 //! pristine Linux 7.3 `kernel` crate (see [`api`]).
 //!
@@ -46,6 +49,7 @@
 
 mod api;
 mod boot;
+mod fresh;
 mod kernel;
 mod linux;
 mod litmus;
@@ -482,6 +486,7 @@ fn main() -> ExitCode {
         Some("kernel-7.3") => kernel::kernel_7_3(&args[1..]),
         Some("upstream") => upstream::upstream(&args[1..]),
         Some("tools") => tools::tools_command(&args[1..]),
+        Some("fresh-machine") => fresh::fresh_machine(&args[1..]),
         Some("variant-tree") => repo_root().and_then(|root| variant::variant_tree(&root, &args[1..])),
         _ => Err("usage: cargo xtask ordering-mutants [--jobs N] [--list] | \
                   ordering-trace [--mutants] | variant-tree NAME DIR | litmus [--check] [FILE|DIR]... | linux-7.3 | \
@@ -489,7 +494,8 @@ fn main() -> ExitCode {
                   check-patches [--tree DIR] | api-7.3 [--tree DIR] | \
                   kernel-7.3 [--without-project] [x86_64|arm64]... | \
                   upstream [--tree DIR] [--patch FILE]... [--gsp-fault NAME|all]... [WHAT...] | \
-                  tools list | tools ensure [--all] [--probe] [TOOL...]"
+                  tools list | tools ensure [--all] [--probe] [TOOL...] | \
+                  fresh-machine [-- RUN_ARGS...]"
             .into()),
     };
     match result {

@@ -137,7 +137,7 @@ pub(crate) const TOOLS: &[Tool] = &[
         "/usr/aarch64-linux-gnu/include/stdio.h",
         "libc6-dev-arm64-cross",
     ),
-    file("/usr/lib/llvm-22/lib/libclang.so.1", "libclang1-22"),
+    file("/usr/lib/llvm-22/lib/libclang-22.so.1", "libclang1-22"),
     file("/usr/include/libelf.h", "libelf-dev"),
     file("/usr/include/openssl/ssl.h", "libssl-dev"),
 ];
