@@ -500,12 +500,32 @@ pub(crate) fn verdict(run: &Run) -> Verdict {
         },
     ];
     let mut lines = Vec::new();
-    // A register the GPU does not have comes first: it is why the rest went wrong.
+    // What the emulated GPU lacked comes first, it is why the rest went wrong: a register
+    // it does not have, a firmware file it does not provide, an RPC its GSP does not know.
     let mut problems: Vec<String> = transcript
         .iter()
         .filter(|l| l.contains("not emulated"))
         .map(|l| format!("the driver used a register the GPU does not emulate: {l}"))
         .collect();
+    // A file or an RPC the driver could do without is no problem when the boot went
+    // through; they are added after the stages, when one was not reached.
+    let mut lacked: Vec<String> = console
+        .iter()
+        .filter_map(|l| {
+            let (_, rest) = l.split_once("firmware: failed to load ")?;
+            let file = rest.split_whitespace().next()?;
+            Some(format!(
+                "the driver asked for the firmware file {file}, which the emulated GH100 does \
+                 not provide: {l}"
+            ))
+        })
+        .collect();
+    lacked.extend(
+        transcript
+            .iter()
+            .filter(|l| l.starts_with("gsp: ") && l.contains(": not supported"))
+            .map(|l| format!("the driver sent an RPC the GSP does not know: {l}")),
+    );
     for stage in &stages {
         match &stage.shown_by {
             Some(line) => lines.push(format!("boot: {}: {line}", stage.name)),
@@ -513,6 +533,7 @@ pub(crate) fn verdict(run: &Run) -> Verdict {
         }
     }
     if let Some(missing) = stages.iter().find(|s| s.shown_by.is_none()) {
+        problems.append(&mut lacked);
         problems.push(format!("the boot never reached {}", missing.name));
     }
     let raw: Vec<&str> = run.console.lines().collect();
@@ -613,6 +634,44 @@ mod tests {
         assert_eq!(
             behaviour(&run),
             "probe failed with EIO (-5); the driver said: failed to unload GSP: Error(5)"
+        );
+    }
+
+    #[test]
+    fn a_firmware_file_not_provided_fails_the_boot_by_its_name() {
+        let run = Run {
+            console: "[ 1.0] nova-core 0000:00:04.0: firmware: failed to load \
+                      nvidia/gh100/gsp/fmc-570.144.bin (-2)\n"
+                .into(),
+            transcript: String::new(),
+            seconds: 1.0,
+            runner: None,
+        };
+        let v = verdict(&run);
+        assert!(
+            v.problems[0].starts_with(
+                "the driver asked for the firmware file nvidia/gh100/gsp/fmc-570.144.bin,"
+            ),
+            "{:?}",
+            v.problems
+        );
+    }
+
+    #[test]
+    fn an_rpc_the_gsp_does_not_know_fails_the_boot_by_its_name() {
+        let run = Run {
+            console: String::new(),
+            transcript: "gh100: gsp: GSP_RM_CONTROL (sequence 7): not supported, answered \
+                         NV_ERR_NOT_SUPPORTED\n"
+                .into(),
+            seconds: 1.0,
+            runner: None,
+        };
+        let v = verdict(&run);
+        assert!(
+            v.problems[0].contains("GSP_RM_CONTROL (sequence 7)"),
+            "{:?}",
+            v.problems
         );
     }
 

@@ -61,7 +61,8 @@ struct Mount {
 }
 
 fn cstring(p: &Path) -> Result<CString, String> {
-    CString::new(p.as_os_str().as_bytes()).map_err(|_| format!("{}: a NUL in the path", p.display()))
+    CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| format!("{}: a NUL in the path", p.display()))
 }
 
 /// Returns the system's Debian suite, from `/etc/os-release`.
@@ -130,7 +131,8 @@ fn run_root(cache: &Path, base: &Path, repo: &Path) -> Result<PathBuf, String> {
     }
     fs::create_dir_all(inside(RUSTUP_HOME)).map_err(|e| format!("{}: {e}", root.display()))?;
     let resolv = fs::read("/etc/resolv.conf").unwrap_or_default();
-    fs::write(inside("/etc/resolv.conf"), resolv).map_err(|e| format!("{}: {e}", root.display()))?;
+    fs::write(inside("/etc/resolv.conf"), resolv)
+        .map_err(|e| format!("{}: {e}", root.display()))?;
     Ok(root)
 }
 
@@ -263,8 +265,7 @@ pub(crate) fn fresh_machine(args: &[String]) -> Result<bool, String> {
         false => run_args.to_vec(),
     };
     for a in &run_args {
-        if !a.starts_with("--") || a.contains(|c: char| !c.is_ascii_alphanumeric() && c != '-')
-        {
+        if !a.starts_with("--") || a.contains(|c: char| !c.is_ascii_alphanumeric() && c != '-') {
             return Err(format!("{a}: tests/run.sh takes options only"));
         }
     }

@@ -302,7 +302,7 @@ pub(crate) fn lock(cache: &Path, progress: Progress) -> Result<File, String> {
     match file.try_lock() {
         Ok(()) => return Ok(file),
         Err(fs::TryLockError::WouldBlock) => progress.say(&format!(
-            "waiting for another `cargo xtask` using the 7.3 build (lock: {})",
+            "waiting for another `cargo xtask` using the kernel builds (lock: {})",
             path.display()
         )),
         Err(fs::TryLockError::Error(e)) => return Err(format!("{}: {e}", path.display())),

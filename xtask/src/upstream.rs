@@ -3,8 +3,9 @@
 //! `cargo xtask upstream [--tree DIR] [--patch FILE]... [WHAT...]`: a kernel tree's own
 //! nova-core message queue, unmodified, against the virtual GSP.
 //!
-//! 1. The tree is `--tree` (any tree with `drivers/gpu/nova-core`) or the Linux 7.3 tree
-//!    the kernel tier fetches and caches ([`crate::linux::linux_7_3`]).
+//! 1. The tree is `--tree DIR` (any tree with `drivers/gpu/nova-core`), `--tree RELEASE`
+//!    (a release Debian serves, such as `7.2` or `7.3~rc7`, fetched once into the cache:
+//!    [`crate::linux::linux_tree`]), or the Linux 7.3 tree the kernel tier follows.
 //! 2. With `--patch` (or `--series`: every patch of `upstream/` but its cover letter, in
 //!    order), the tree's `drivers/gpu/nova-core` is copied to a scratch tree
 //!    (`target/upstream/tree`) and each patch applied there with `git apply`, in order; a
@@ -20,8 +21,12 @@
 //!    `upstream_gspq_receive` (tests/upstream/fuzz, nightly), run here for
 //!    `VGSP_UPSTREAM_FUZZ_RUNS` inputs (20 000 by default). The summary line is last.
 //!
-//! 5. `kernel` (only when named) builds the tree's nova-core in the kernel itself, x86_64
-//!    with `CONFIG_NOVA_CORE=y` ([`build_in_kernel`]), any warning a failure.
+//! 5. `kernel` (only when named) builds the tree's nova-core in the tree's own kernel (its
+//!    `rust/`, its Kconfig), x86_64 with `CONFIG_NOVA_CORE=y` ([`build_in_kernel`]), any
+//!    warning a failure; source and build are cached per tree, side by side. The
+//!    in-kernel paths (`kernel`, `boot`) serve any tree; the out-of-kernel checks compile
+//!    the queue against the shim, which speaks 7.3's API, and say so for a tree that
+//!    needs another.
 //! 6. `ordering` (only when named) builds the harness for aarch64 with the shim's trace
 //!    marks, runs its `ordering` workload under `qemu-aarch64` with the project's plugin
 //!    and decides the trace ([`crate::ordering`]): one line per missing ordering at the
@@ -642,8 +647,9 @@ fn fuzz_receive(repo: &Path, tree: &Path) -> Result<(u64, u64), String> {
 /// the project: the tree's own build of the driver, every warning of it a failure.
 ///
 /// The source is a tree of hard links to `pristine` whose `drivers/gpu/nova-core` is
-/// `built_from`'s; its build directory is a cache directory of its own, kept warm between
-/// runs, and the 7.3 build lock is held throughout.
+/// `built_from`'s: the tree's own `rust/`, Kconfig and Makefiles, whatever its release.
+/// Source and build directory are the tree's own in the cache ([`tree_cache`]), kept warm
+/// between runs and beside other trees'; the build lock is held throughout.
 pub(crate) fn build_in_kernel(
     pristine: &Path,
     built_from: &Path,
@@ -668,6 +674,14 @@ pub(crate) fn build_in_kernel(
     // The source: hard links to the pristine tree, nova-core replaced by the one built;
     // source and build directory are the tree's own, kept beside other trees'.
     let dir = tree_cache(&cache, pristine)?;
+    // Before the cache was keyed by the tree, every tree shared these two.
+    for old in ["linux-7.3-nova-core", "build-7.3-x86_64-nova-core"] {
+        let old = cache.join(old);
+        if old.exists() {
+            progress.say(&format!("removing {}, no longer used", old.display()));
+            fs::remove_dir_all(&old).map_err(|e| format!("{}: {e}", old.display()))?;
+        }
+    }
     let scratch = tier::linked_tree(pristine, &dir.join("src"), nova, progress)?;
     let ours = scratch.path.join(nova);
     if ours.exists() {
