@@ -776,6 +776,9 @@ pub(crate) fn linked_tree(
         vec!["not made yet".into()]
     };
     if !stale.is_empty() {
+        if let Some(parent) = dest.parent() {
+            fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
         progress.say(&format!(
             "linking {} to {} (hard links): {}",
             dest.display(),

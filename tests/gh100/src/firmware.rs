@@ -437,7 +437,7 @@ pub mod elf {
     }
 
     /// Appends a little-endian `u32`.
-    fn u32_(out: &mut Vec<u8>, value: usize) {
+    fn word32(out: &mut Vec<u8>, value: usize) {
         // CAST: section-name offsets and types, all small.
         out.extend_from_slice(&(value as u32).to_le_bytes());
     }
@@ -508,14 +508,14 @@ pub mod elf {
         out.resize(out.len().next_multiple_of(ALIGN), 0);
         let shoff = out.len();
         for h in &headers {
-            u32_(&mut out, h.name);
-            u32_(&mut out, h.kind as usize);
+            word32(&mut out, h.name);
+            word32(&mut out, h.kind as usize);
             word(&mut out, class, 0); // sh_flags
             word(&mut out, class, 0); // sh_addr
             word(&mut out, class, h.offset);
             word(&mut out, class, h.size);
-            u32_(&mut out, 0); // sh_link
-            u32_(&mut out, 0); // sh_info
+            word32(&mut out, 0); // sh_link
+            word32(&mut out, 0); // sh_info
             word(&mut out, class, h.align);
             word(&mut out, class, 0); // sh_entsize
         }
@@ -527,11 +527,11 @@ pub mod elf {
         header.resize(16, 0); // EI_OSABI, EI_ABIVERSION, padding
         half(&mut header, usize::from(ET_REL));
         half(&mut header, usize::from(EM_NONE));
-        u32_(&mut header, usize::from(EV_CURRENT));
+        word32(&mut header, usize::from(EV_CURRENT));
         word(&mut header, class, 0); // e_entry
         word(&mut header, class, 0); // e_phoff
         word(&mut header, class, shoff);
-        u32_(&mut header, 0); // e_flags
+        word32(&mut header, 0); // e_flags
         half(&mut header, class.header_size());
         half(&mut header, 0); // e_phentsize
         half(&mut header, 0); // e_phnum
@@ -809,11 +809,12 @@ impl Field {
 /// The driver's `GspFwWprMeta` (r570), at the bus address `GSP_FMC_BOOT_PARAMS`'s
 /// `gspRmDescOffset` gives ([`crate::fmc::FmcBootParams`]).
 ///
-/// A `repr(C)` struct of [`wpr_meta::SIZE`] bytes, little-endian, all `u64` except near the end. On GH100
-/// the driver fills it from the firmware and from framebuffer sizes only; every offset field
-/// (`gspFwRsvdStart`, `nonWprHeapOffset`, `gspFwWprStart`, `gspFwHeapOffset`, `gspFwOffset`,
+/// A `repr(C)` struct of [`wpr_meta::SIZE`] bytes, little-endian, all `u64` except near the end.
+/// On GH100 nova-core 7.3 fills it from the firmware and from framebuffer sizes only; every offset
+/// field (`gspFwRsvdStart`, `nonWprHeapOffset`, `gspFwWprStart`, `gspFwHeapOffset`, `gspFwOffset`,
 /// `bootBinOffset`, `frtsOffset`, `gspFwWprEnd`, `fbSize`, `vgaWorkspaceOffset`) is left 0 for the
-/// firmware to compute.
+/// firmware to compute. Nova-core 7.2 computes the framebuffer layout itself and fills the offsets
+/// too. [`check`] reads neither; [`wpr_meta::placement`] says which of the two the record is.
 pub mod wpr_meta {
     use super::{
         Field,
@@ -865,14 +866,48 @@ pub mod wpr_meta {
     pub const SYSMEM_ADDR_OF_SIGNATURE: Field = BOOTLOADER_MANIFEST_OFFSET.then(8);
     /// `sizeOfSignature`, at 80: [`GSP_SIGNATURES_SIZE`].
     pub const SIZE_OF_SIGNATURE: Field = SYSMEM_ADDR_OF_SIGNATURE.then(8);
+    /// `gspFwRsvdStart`, at 88: the start of the reserved region (the non-WPR heap), or 0.
+    pub const GSP_FW_RSVD_START: Field = SIZE_OF_SIGNATURE.then(8);
+    /// `nonWprHeapOffset`, at 96: the non-WPR heap's offset in the framebuffer, or 0.
+    pub const NON_WPR_HEAP_OFFSET: Field = GSP_FW_RSVD_START.then(8);
     /// `nonWprHeapSize`, at 104: 2 MiB on GH100.
-    pub const NON_WPR_HEAP_SIZE: Field = Field::at(104, 8);
+    pub const NON_WPR_HEAP_SIZE: Field = NON_WPR_HEAP_OFFSET.then(8);
+    /// `gspFwWprStart`, at 112: where WPR2 starts, or 0.
+    pub const GSP_FW_WPR_START: Field = NON_WPR_HEAP_SIZE.then(8);
+    /// `gspFwHeapOffset`, at 120: the WPR2 heap's offset, or 0.
+    pub const GSP_FW_HEAP_OFFSET: Field = GSP_FW_WPR_START.then(8);
     /// `gspFwHeapSize`, at 128: the WPR2 heap size.
-    pub const GSP_FW_HEAP_SIZE: Field = Field::at(128, 8);
+    pub const GSP_FW_HEAP_SIZE: Field = GSP_FW_HEAP_OFFSET.then(8);
+    /// `gspFwOffset`, at 136: where the GSP image is placed, or 0.
+    pub const GSP_FW_OFFSET: Field = GSP_FW_HEAP_SIZE.then(8);
+    /// `bootBinOffset`, at 144: where the bootloader is placed, or 0.
+    pub const BOOT_BIN_OFFSET: Field = GSP_FW_OFFSET.then(8);
+    /// `frtsOffset`, at 152: where FRTS is placed, or 0.
+    pub const FRTS_OFFSET: Field = BOOT_BIN_OFFSET.then(8);
     /// `frtsSize`, at 160: 1 MiB on GH100.
-    pub const FRTS_SIZE: Field = Field::at(160, 8);
+    pub const FRTS_SIZE: Field = FRTS_OFFSET.then(8);
+    /// `gspFwWprEnd`, at 168: where WPR2 ends, or 0.
+    pub const GSP_FW_WPR_END: Field = FRTS_SIZE.then(8);
+    /// `fbSize`, at 176: the framebuffer's size, or 0.
+    pub const FB_SIZE: Field = GSP_FW_WPR_END.then(8);
+    /// `vgaWorkspaceOffset`, at 184: the VGA workspace's offset, or 0.
+    pub const VGA_WORKSPACE_OFFSET: Field = FB_SIZE.then(8);
     /// `vgaWorkspaceSize`, at 192: 128 KiB.
-    pub const VGA_WORKSPACE_SIZE: Field = Field::at(192, 8);
+    pub const VGA_WORKSPACE_SIZE: Field = VGA_WORKSPACE_OFFSET.then(8);
+
+    /// The offset fields, which nova-core 7.3 leaves 0 and 7.2 fills, with their names.
+    pub const OFFSETS: [(&str, Field); 10] = [
+        ("gspFwRsvdStart", GSP_FW_RSVD_START),
+        ("nonWprHeapOffset", NON_WPR_HEAP_OFFSET),
+        ("gspFwWprStart", GSP_FW_WPR_START),
+        ("gspFwHeapOffset", GSP_FW_HEAP_OFFSET),
+        ("gspFwOffset", GSP_FW_OFFSET),
+        ("bootBinOffset", BOOT_BIN_OFFSET),
+        ("frtsOffset", FRTS_OFFSET),
+        ("gspFwWprEnd", GSP_FW_WPR_END),
+        ("fbSize", FB_SIZE),
+        ("vgaWorkspaceOffset", VGA_WORKSPACE_OFFSET),
+    ];
     /// `gspFwHeapVfPartitionCount`, a `u8` at 240: 0 unless vGPU is enabled.
     pub const GSP_FW_HEAP_VF_PARTITION_COUNT: Field = Field::at(240, 1);
     /// `pmuReservedSize`, a `u32` at 244: 0 on GH100.
@@ -881,6 +916,45 @@ pub mod wpr_meta {
     pub const VERIFIED: Field = Field::at(248, 8);
 
     const _: () = assert!(SIZE_OF_SIGNATURE.end() == 88 && VERIFIED.end() == SIZE);
+    const _: () = assert!(NON_WPR_HEAP_SIZE.offset == 104 && GSP_FW_HEAP_SIZE.offset == 128);
+    const _: () = assert!(FRTS_SIZE.offset == 160 && VGA_WORKSPACE_SIZE.offset == 192);
+
+    /// Says how the driver laid out the framebuffer regions of a `GspFwWprMeta`, as read from
+    /// guest memory: left to the firmware (every offset field 0, as nova-core 7.3 does), or
+    /// placed by the driver (as nova-core 7.2 does), then with the framebuffer size, WPR2's
+    /// range and where the GSP image, the bootloader and FRTS go, and whether every offset lies
+    /// within the framebuffer.
+    ///
+    /// `raw` may be longer than [`SIZE`]; a shorter one is said to be so.
+    pub fn placement(raw: &[u8]) -> String {
+        let Some(raw) = raw.get(..SIZE) else {
+            return format!("GspFwWprMeta is {} bytes, expected {SIZE}", raw.len());
+        };
+        // PANIC: `raw` is `SIZE` bytes long and every offset field is an 8-byte field within it.
+        let get = |field: Field| field.u64(raw).expect("8-byte field within the record");
+        if OFFSETS.iter().all(|&(_, field)| get(field) == 0) {
+            return "region offsets left to the firmware (sizes only)".into();
+        }
+        let fb = get(FB_SIZE);
+        let outside: Vec<_> = OFFSETS
+            .iter()
+            .filter(|&&(name, field)| name != "fbSize" && get(field) > fb)
+            .map(|&(name, _)| name)
+            .collect();
+        let verdict = match outside.as_slice() {
+            [] => "all within the framebuffer".to_string(),
+            names => format!("beyond the framebuffer: {}", names.join(", ")),
+        };
+        format!(
+            "regions placed by the driver: fbSize {} MiB, WPR2 {:#x}..{:#x}, GSP image at {:#x}, bootloader at {:#x}, FRTS at {:#x}; {verdict}",
+            fb >> 20,
+            get(GSP_FW_WPR_START),
+            get(GSP_FW_WPR_END),
+            get(GSP_FW_OFFSET),
+            get(BOOT_BIN_OFFSET),
+            get(FRTS_OFFSET),
+        )
+    }
 
     /// Checks the fields of a `GspFwWprMeta`, as read from guest memory, that the driver derives
     /// from our files: the magic and revision, the sizes of the GSP image, bootloader and
@@ -1066,9 +1140,217 @@ mod tests {
     }
 
     #[test]
-    fn files_come_in_request_order() {
-        let paths: Vec<_> = gh100_files().into_iter().map(|f| f.path).collect();
+    fn tlv_files_come_in_request_order() {
+        let paths: Vec<_> = tlv_files().into_iter().map(|f| f.path).collect();
         assert_eq!(paths, [FMC_TLV, GSP_TLV, GSP_BIN, GSP_BOOTLOADER_TLV]);
+    }
+
+    #[test]
+    fn r570_files_come_in_request_order_with_version_in_name() {
+        let paths: Vec<_> = r570_files().into_iter().map(|f| f.path).collect();
+        assert_eq!(paths, [GSP_R570, BOOTLOADER_R570, FMC_R570]);
+        for (path, name) in paths.iter().zip(["gsp", "bootloader", "fmc"]) {
+            assert_eq!(
+                *path,
+                format!("{FIRMWARE_DIR}/{name}-{R570_VERSION}.bin"),
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn gh100_files_are_the_tlv_set_then_the_r570_set() {
+        let all: Vec<_> = gh100_files().into_iter().map(|f| f.path).collect();
+        let sets: Vec<_> = tlv_files()
+            .into_iter()
+            .chain(r570_files())
+            .map(|f| f.path)
+            .collect();
+        assert_eq!(all, sets);
+    }
+
+    /// Reads the little-endian unsigned field of `len` bytes at `at`.
+    fn le(bytes: &[u8], at: usize, len: usize) -> Option<u64> {
+        let field = bytes.get(at..at.checked_add(len)?)?;
+        Some(
+            field
+                .iter()
+                .rev()
+                .fold(0u64, |acc, &b| (acc << 8) | u64::from(b)),
+        )
+    }
+
+    /// Returns the section named `name` of `elf`, read as nova-core 7.2 reads r570's files, or
+    /// why it cannot be.
+    ///
+    /// The checks, in its order: the magic; the class byte (32 or 64 bits) choosing the header
+    /// layout; the ELF header within the file; the section header table (`e_shoff`, `e_shnum`
+    /// entries of the class's size) within the file, and aligned for the header type, since the
+    /// driver views the headers in place; the string table's header at index `e_shstrndx`;
+    /// then, for each section in order, its name at the string table's offset plus `sh_name`,
+    /// NUL-terminated UTF-8; the first section of that name gives `sh_offset..+sh_size`, which
+    /// must lie within the file.
+    fn elf_section<'a>(elf: &'a [u8], name: &str) -> Result<&'a [u8], String> {
+        if elf.get(..4) != Some(&elf::MAGIC[..]) {
+            return Err("no ELF magic".into());
+        }
+        let (word, shdr_size, align) = match elf.get(elf::EI_CLASS) {
+            Some(&elf::ELFCLASS32) => (4, 40, 4),
+            Some(&elf::ELFCLASS64) => (8, 64, 8),
+            other => return Err(format!("class {other:?}")),
+        };
+        // Offsets of `e_shoff`, `e_shnum` and `e_shstrndx`, and the header's size.
+        let (shoff_at, shnum_at, shstrndx_at, ehsize) = match word {
+            4 => (32, 48, 50, 52),
+            _ => (40, 60, 62, 64),
+        };
+        if elf.len() < ehsize {
+            return Err("header past the end".into());
+        }
+        let read = |at, len| le(elf, at, len).ok_or("field past the end".to_string());
+        let shoff = usize::try_from(read(shoff_at, word)?).map_err(|e| e.to_string())?;
+        let shnum = usize::try_from(read(shnum_at, 2)?).map_err(|e| e.to_string())?;
+        let shstrndx = usize::try_from(read(shstrndx_at, 2)?).map_err(|e| e.to_string())?;
+        let table = elf
+            .get(shoff..shoff + shnum * shdr_size)
+            .ok_or("section headers past the end")?;
+        if shoff % align != 0 {
+            return Err(format!(
+                "section headers at {shoff:#x}, not {align}-aligned"
+            ));
+        }
+        // `sh_name` at 0; `sh_offset` and `sh_size` after `sh_type`, `sh_flags`, `sh_addr`.
+        let (offset_at, size_at) = (8 + 2 * word, 8 + 3 * word);
+        let header = |i: usize| -> Result<(u64, u64, u64), String> {
+            let h = table
+                .get(i * shdr_size..(i + 1) * shdr_size)
+                .ok_or(format!("no section {i}"))?;
+            let f = |at, len| le(h, at, len).ok_or("short section header".to_string());
+            Ok((f(0, 4)?, f(offset_at, word)?, f(size_at, word)?))
+        };
+        let (_, strtab, _) = header(shstrndx)?;
+        for i in 0..shnum {
+            let (sh_name, offset, size) = header(i)?;
+            let at = usize::try_from(strtab + sh_name).map_err(|e| e.to_string())?;
+            let rest = elf.get(at..).ok_or("section name past the end")?;
+            let end = rest
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or("unterminated name")?;
+            let found = std::str::from_utf8(&rest[..end]).map_err(|e| e.to_string())?;
+            if found == name {
+                let start = usize::try_from(offset).map_err(|e| e.to_string())?;
+                let size = usize::try_from(size).map_err(|e| e.to_string())?;
+                return elf
+                    .get(start..start + size)
+                    .ok_or(format!("section {name} past the end"));
+            }
+        }
+        Err(format!("no section {name}"))
+    }
+
+    #[test]
+    fn gsp_r570_sections_carry_the_gsp_image_and_signatures() {
+        let elf = gsp_r570();
+        assert_eq!(elf[elf::EI_CLASS], elf::ELFCLASS64);
+        assert_eq!(elf_section(&elf, GSP_IMAGE_SECTION).unwrap(), gsp_image());
+        assert_eq!(
+            elf_section(&elf, GSP_SIGNATURES_SECTION).unwrap(),
+            gsp_signatures()
+        );
+    }
+
+    #[test]
+    fn gsp_r570_image_section_has_the_size_the_wpr_metadata_expects() {
+        let elf = gsp_r570();
+        let image = elf_section(&elf, GSP_IMAGE_SECTION).unwrap();
+        assert_eq!(image.len(), GSP_IMAGE_SIZE);
+        let sigs = elf_section(&elf, GSP_SIGNATURES_SECTION).unwrap();
+        assert_eq!(sigs.len(), GSP_SIGNATURES_SIZE);
+    }
+
+    #[test]
+    fn fmc_r570_sections_carry_the_fmc_tlv_payloads() {
+        let elf = fmc_r570();
+        assert_eq!(elf[elf::EI_CLASS], elf::ELFCLASS32);
+        let tlv = fmc_tlv();
+        let blocks = read_tlv(&tlv).unwrap();
+        for (section, tag) in [
+            (FMC_IMAGE_SECTION, b"BLOB"),
+            (FMC_HASH_SECTION, b"HASH"),
+            (FMC_KEY_SECTION, b"PKEY"),
+            (FMC_SIG_SECTION, b"SIGN"),
+        ] {
+            assert_eq!(
+                elf_section(&elf, section).unwrap(),
+                value(&blocks, tag),
+                "{section}"
+            );
+        }
+    }
+
+    #[test]
+    fn fmc_r570_signature_sections_fit_their_slots() {
+        let elf = fmc_r570();
+        assert_eq!(
+            elf_section(&elf, FMC_HASH_SECTION).unwrap().len(),
+            FMC_HASH_SIZE
+        );
+        assert!(elf_section(&elf, FMC_KEY_SECTION).unwrap().len() <= FMC_KEY_MAX_SIZE);
+        assert!(elf_section(&elf, FMC_SIG_SECTION).unwrap().len() <= FMC_SIG_MAX_SIZE);
+    }
+
+    #[test]
+    fn elf_reader_finds_no_section_by_a_prefix_of_its_name() {
+        let elf = fmc_r570();
+        assert!(elf_section(&elf, "imag").is_err());
+        assert!(elf_section(&gsp_r570(), ".fwsignature_gh100").is_err());
+    }
+
+    #[test]
+    fn elf_writer_puts_every_section_at_an_aligned_offset() {
+        for class in [elf::Class::Elf32, elf::Class::Elf64] {
+            let bytes = elf::write(class, &[("a", b"x"), ("b", b"yz")]);
+            let base = bytes.as_ptr() as usize;
+            for name in ["a", "b"] {
+                let section = elf_section(&bytes, name).unwrap();
+                assert_eq!((section.as_ptr() as usize - base) % elf::ALIGN, 0);
+            }
+            assert_eq!(elf_section(&bytes, "b").unwrap(), b"yz");
+            assert_eq!(elf_section(&bytes, elf::SHSTRTAB).unwrap()[0], 0);
+        }
+    }
+
+    #[test]
+    fn bootloader_r570_header_points_at_descriptor_and_image() {
+        let file = bootloader_r570();
+        let hdr = |field: Field| field.u32(&file).unwrap();
+        assert_eq!(hdr(bin_hdr::BIN_MAGIC), bin_hdr::MAGIC);
+        assert_eq!(hdr(bin_hdr::BIN_SIZE) as usize, file.len());
+        let data = hdr(bin_hdr::DATA_OFFSET) as usize;
+        let size = hdr(bin_hdr::DATA_SIZE) as usize;
+        assert_eq!(&file[data..data + size], gsp_bootloader_image());
+    }
+
+    #[test]
+    fn bootloader_r570_descriptor_carries_the_tlv_offsets_and_version() {
+        let file = bootloader_r570();
+        let desc_at = bin_hdr::HEADER_OFFSET.u32(&file).unwrap() as usize;
+        let desc = &file[desc_at..desc_at + bin_hdr::DESC_SIZE];
+        let tlv = gsp_bootloader_tlv();
+        let blocks = read_tlv(&tlv).unwrap();
+        for (field, tag) in [
+            ("monitor_code_offset", b"CDOF"),
+            ("monitor_data_offset", b"DAOF"),
+            ("manifest_offset", b"MFOF"),
+            ("app_version", b"APPV"),
+        ] {
+            assert_eq!(
+                bin_hdr::desc_field(field).u32(desc),
+                Some(value_u32(&blocks, tag)),
+                "{field}"
+            );
+        }
     }
 
     #[test]
@@ -1151,6 +1433,46 @@ mod tests {
         raw[wpr_meta::SYSMEM_ADDR_OF_SIGNATURE.offset..][..8].fill(0);
         let err = check_wpr_meta(&raw).unwrap_err();
         assert!(err.contains("sysmemAddrOfSignature"), "{err}");
+    }
+
+    #[test]
+    fn wpr_meta_placement_says_offsets_left_to_the_firmware() {
+        let said = wpr_meta::placement(&wpr_meta_record());
+        assert!(
+            said.starts_with("region offsets left to the firmware"),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn wpr_meta_placement_says_regions_placed_by_the_driver() {
+        let mut raw = wpr_meta_record();
+        for (name, field) in wpr_meta::OFFSETS {
+            let value: u64 = if name == "fbSize" {
+                0x1000_0000
+            } else {
+                0x0f00_0000
+            };
+            raw[field.offset..field.end()].copy_from_slice(&value.to_le_bytes());
+        }
+        let said = wpr_meta::placement(&raw);
+        assert!(
+            said.starts_with("regions placed by the driver: fbSize 256 MiB"),
+            "{said}"
+        );
+        assert!(said.ends_with("all within the framebuffer"), "{said}");
+    }
+
+    #[test]
+    fn wpr_meta_placement_names_an_offset_beyond_the_framebuffer() {
+        let mut raw = wpr_meta_record();
+        let field = wpr_meta::GSP_FW_OFFSET;
+        raw[field.offset..field.end()].copy_from_slice(&0x1000u64.to_le_bytes());
+        let said = wpr_meta::placement(&raw);
+        assert!(
+            said.ends_with("beyond the framebuffer: gspFwOffset"),
+            "{said}"
+        );
     }
 
     #[test]

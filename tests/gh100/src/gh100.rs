@@ -3,23 +3,27 @@
 //! The emulated GH100: its config header, its BAR0 registers, the FSP that starts the
 //! GSP, and the GSP itself on a thread of its own.
 //!
-//! The GPU's life, as nova-core 7.3 drives it:
+//! The GPU's life, as nova-core 7.3 drives it (7.2's differences after each step):
 //!
 //! 1. **Identity and setup.** `BOOT_0`/`BOOT_42` name a GH100; the driver registers its
 //!    sysmem flush page and clears the GSP's SWGEN0 interrupt; the FSP reports its boot
-//!    complete.
+//!    complete. 7.2 also reads the display fuse (disabled) to lay out the framebuffer.
 //! 2. **Chain of trust.** The driver writes the COT message into the FSP's EMEM. The
 //!    FSP checks it against the firmware the device made ([`crate::firmware`]): the FMC
 //!    image at the address given and its signatures must be the files' bytes. It
 //!    answers, puts the boot parameters' address in the GSP's mailboxes and keeps the
-//!    GSP's registers locked while the FMC runs.
+//!    GSP's registers locked while the FMC runs. 7.2 sends the same message, from its r570
+//!    files, whose payloads are the same.
 //! 3. **The FMC** ([`crate::fmc`]) follows the boot parameters to the queues, clears
 //!    the mailboxes, releases the lockdown and starts the RISC-V core; a refusal leaves
-//!    an error code in mailbox 0, which the driver reports.
+//!    an error code in mailbox 0, which the driver reports. Whether the driver placed the
+//!    framebuffer regions in the WPR metadata (7.2) or left them to the firmware (7.3) is
+//!    said, from the record it wrote.
 //! 4. **The GSP** is [`vgsp::Vgsp`] over the driver's queues, woken by the doorbell:
 //!    every command it handles goes to the transcript, with its outcome.
 //! 5. **Unload.** Once it has answered `UNLOADING_GUEST_DRIVER`, the GSP sets the
-//!    suspended bit in mailbox 0, then halts the core.
+//!    suspended bit in mailbox 0, then halts the core (7.3 waits for the halted bit, 7.2
+//!    for the active bit to clear: the one `RISCV_CPUCTL` value answers both).
 //!
 //! Every step is reported as a `gh100:` line on standard output (the transcript); a
 //! register the model does not have is reported once per offset and direction, by
@@ -145,6 +149,8 @@ struct Bar0 {
     unknown: BTreeSet<(u64, bool)>,
     /// Whether the doorbell rang before the GSP ran.
     early_doorbell: bool,
+    /// Whether the display fuse was read (said once).
+    display_fuse_read: bool,
     /// How the GSP is to misbehave, if at all.
     fault: Option<Fault>,
 }
@@ -160,6 +166,7 @@ impl Bar0 {
             gsp: None,
             unknown: BTreeSet::new(),
             early_doorbell: false,
+            display_fuse_read: false,
         }
     }
 
@@ -225,7 +232,7 @@ impl Bar0 {
         }
         let boot_params = cot.gsp_boot_args_sysmem_offset;
         say!(
-            "fsp: COT accepted: FMC image at {:#x} and its signatures are fmc.tlv's; boot parameters at {boot_params:#x}",
+            "fsp: COT accepted: FMC image at {:#x} and its signatures are the FMC firmware's (fmc.tlv, fmc-570.144.bin); boot parameters at {boot_params:#x}",
             { cot.gsp_fmc_sysmem_offset }
         );
         reply(&mut self.fsp, nvdm_type, 0);
@@ -265,14 +272,19 @@ impl Bar0 {
         view.read_bytes(0, &mut seen)
             .map_err(|_| format!("FMC image at {at:#x} unreadable"))?;
         if seen != image {
-            return Err(format!("the FMC image at {at:#x} is not fmc.tlv's"));
+            return Err(format!(
+                "the FMC image at {at:#x} is not the FMC firmware's (fmc.tlv BLOB, fmc-570.144.bin image)"
+            ));
         }
         let mut sigs = Vec::new();
         sigs.extend_from_slice(&cot.hash384);
         sigs.extend_from_slice(&cot.public_key);
         sigs.extend_from_slice(&cot.signature);
         if sigs != firmware::fmc_signatures() {
-            return Err("the signatures are not fmc.tlv's HASH, PKEY and SIGN".into());
+            return Err(
+                "the signatures are not the FMC firmware's (fmc.tlv HASH, PKEY, SIGN; fmc-570.144.bin hash, publickey, signature)"
+                    .into(),
+            );
         }
         Ok(())
     }
@@ -328,12 +340,21 @@ fn run_gsp(
     rx: &mpsc::Receiver<Wake>,
 ) {
     let lock = || falcon.lock().unwrap_or_else(|e| e.into_inner());
+    // What the driver put in the WPR metadata's region offsets, said once the chain holds.
+    let placement = std::cell::RefCell::new(None);
+    let check = |raw: &[u8]| {
+        *placement.borrow_mut() = Some(firmware::wpr_meta::placement(raw));
+        firmware::check_wpr_meta(raw)
+    };
     let found = fmc::locate(
         ram as &dyn GuestRam,
         boot_params,
         firmware::WPR_META_SIZE,
-        &firmware::check_wpr_meta,
+        &check,
     );
+    if let Some(placement) = placement.take() {
+        say!("fmc: WPR metadata: {placement}");
+    }
     let mut gsp = match found {
         Ok(found) => {
             say!(
@@ -442,6 +463,14 @@ impl Bar for Bar0 {
             Some(regs::NV_PMC_BOOT_0) => regs::BOOT_0_GH100,
             Some(regs::NV_PMC_BOOT_42) => regs::BOOT_42_GH100,
             Some(regs::NV_THERM_I2CS_SCRATCH) => regs::FSP_BOOT_COMPLETE,
+            Some(regs::NV_FUSE_STATUS_OPT_DISPLAY) => {
+                if !std::mem::replace(&mut self.display_fuse_read, true) {
+                    say!(
+                        "fuse: display read: disabled, the driver lays out the framebuffer itself"
+                    );
+                }
+                regs::DISPLAY_DISABLED
+            }
             Some(regs::NV_USABLE_FB_SIZE_IN_MB) => FB_MIB,
             Some(regs::NV_PFB_FBHUB_PCIE_FLUSH_SYSMEM_ADDR_LO) => self.flush[0],
             Some(regs::NV_PFB_FBHUB_PCIE_FLUSH_SYSMEM_ADDR_HI) => self.flush[1],
@@ -486,9 +515,9 @@ impl Bar for Bar0 {
                 self.falcon().os = value;
                 let expected = firmware::GSP_BOOTLOADER_APP_VERSION;
                 match value == expected {
-                    true => say!("gsp: OS register: application version {value:#x}, gsp_bootloader.tlv's"),
+                    true => say!("gsp: OS register: application version {value:#x}, the bootloader's (gsp_bootloader.tlv APPV, bootloader-570.144.bin app_version)"),
                     false => say!(
-                        "gsp: OS register: application version {value:#x}, not gsp_bootloader.tlv's {expected:#x}"
+                        "gsp: OS register: application version {value:#x}, not the bootloader's {expected:#x}"
                     ),
                 }
             }

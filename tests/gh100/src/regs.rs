@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The GH100's BAR0 registers that nova-core 7.3 reads, writes or polls on its way to
+//! The GH100's BAR0 registers that nova-core 7.3 or 7.2 reads, writes or polls on its way to
 //! the GSP and back: each one's offset, what the emulated GPU answers, and why.
 //!
-//! Offsets and fields are facts of the hardware, as nova-core 7.3's register definitions
+//! Offsets and fields are facts of the hardware, as nova-core's register definitions
 //! and nouveau's name them; the model that gives them behaviour is [`crate::gh100`]. Any
 //! access to an offset not listed here is reported once per offset, so a newer tree that
 //! needs another register names it.
@@ -39,6 +39,9 @@ registers! {
     NV_PMC_BOOT_0 @ 0x0000_0000: "identity: the architecture (pre-Fermi parts are refused)";
     /// Identity: the chipset (architecture 0x18, implementation 0: GH100) and revision.
     NV_PMC_BOOT_42 @ 0x0000_0a00: "identity: the chipset, GH100, and its revision";
+    /// The display fuse: bit 0 set when the chip has no display. Nova-core 7.2 reads it when it
+    /// lays out the framebuffer itself; 7.3 does not on GH100.
+    NV_FUSE_STATUS_OPT_DISPLAY @ 0x0082_0c04: "display disabled (bit 0): no VGA workspace register to read (7.2's FB layout)";
     /// The FSP's boot status, 0xff once its secure boot completed.
     NV_THERM_I2CS_SCRATCH @ 0x0002_00bc: "polled until the FSP has booted (0xff)";
     /// The sysmem flush page's address, bits 31:0.
@@ -85,6 +88,8 @@ pub const BOOT_0_GH100: u32 = 0x1800_00a1;
 /// `NV_PMC_BOOT_42`'s value: architecture 0x18 (29:24), implementation 0 (23:20), revision
 /// a.1 (19:12).
 pub const BOOT_42_GH100: u32 = 0x180a_1000;
+/// `NV_FUSE_STATUS_OPT_DISPLAY`'s value: display disabled, as on every H100.
+pub const DISPLAY_DISABLED: u32 = 1;
 /// `NV_THERM_I2CS_SCRATCH` once the FSP's secure boot completed.
 pub const FSP_BOOT_COMPLETE: u32 = 0xff;
 /// What a GSP falcon register reads while the priv target mask locks it (the low byte
