@@ -123,8 +123,9 @@ logged() {
 # The programs and files this script runs or reads itself, beside what the xtask
 # commands ensure for their own steps: every one is in xtask's table of tools
 # (`cargo xtask tools list`), which installs a missing one when run as root and otherwise
-# names its package. The first list is the host steps'; the second the other steps'.
-RUN_TOOLS=(python3 xz cargo rustfmt cargo-clippy)
+# names its package. The first list is the host steps' (the ivshmem server's test runs
+# QEMU); the second the other steps'.
+RUN_TOOLS=(python3 xz cargo rustfmt cargo-clippy qemu-system-x86_64)
 RUN_TOOLS_FULL=(/usr/bin/rustc /usr/bin/cargo /usr/lib/rustlib/src/rust/library/core ld.lld-22 llvm-objdump-22 qemu-aarch64 aarch64-linux-gnu-gcc /usr/aarch64-linux-gnu/include/stdio.h gcc perl cargo-fuzz)
 
 ensure_tools() {

@@ -885,10 +885,12 @@ impl Drop for Qtest {
 
 #[test]
 fn qemu_ivshmem_doorbell_works_with_the_server() {
-    let Ok(qemu) = Command::new("qemu-system-x86_64").arg("--version").output() else {
-        eprintln!("qemu-system-x86_64 not found: skipped");
-        return;
-    };
+    // Not skipped when QEMU is missing: a skip would pass on exactly the machine that
+    // lacks the install step. `tests/run.sh` ensures it (`cargo xtask tools ensure`).
+    let qemu = Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .expect("qemu-system-x86_64 not found: install Debian's qemu-system-x86");
     assert!(qemu.status.success());
     let dir = TempDir::new("qemu");
     let name = unique("qemu");
