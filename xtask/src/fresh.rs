@@ -18,8 +18,10 @@
 //! The root is entered in a mount namespace of its own (`unshare(CLONE_NEWNS)`), with
 //! `/proc`, `/sys` and `/dev` of the host, the rustup toolchains bind-mounted read-only
 //! (`RUSTUP_HOME`; cargo's home is the root's own, empty, so nothing installed with
-//! `cargo install` is inherited) and the host's DNS configuration. Nothing of the host's
-//! packages, caches or `~/.cargo/bin` is visible. The run's root stays at
+//! `cargo install` is inherited), and the machine's network setting: its DNS
+//! configuration, the certificate authorities it trusts and the environment variables
+//! that name them or a proxy. Nothing of the host's packages, caches or `~/.cargo/bin` is
+//! visible. The run's root stays at
 //! `<cache>/fresh/run` until the next run, for a look after a failure.
 //!
 //! Root only (debootstrap, mounts, chroot). The verdict is `tests/run.sh`'s own last line.
@@ -133,6 +135,22 @@ fn run_root(cache: &Path, base: &Path, repo: &Path) -> Result<PathBuf, String> {
     let resolv = fs::read("/etc/resolv.conf").unwrap_or_default();
     fs::write(inside("/etc/resolv.conf"), resolv)
         .map_err(|e| format!("{}: {e}", root.display()))?;
+    // The machine's own trust: the certificate authorities it adds to Debian's (the
+    // registries may be reached through a proxy that presents its own), kept by the root's
+    // `update-ca-certificates` as they are on the host.
+    let local = Path::new("/usr/local/share/ca-certificates");
+    if let Ok(entries) = fs::read_dir(local) {
+        let to = inside("/usr/local/share/ca-certificates");
+        fs::create_dir_all(&to).map_err(|e| format!("{}: {e}", to.display()))?;
+        for e in entries.flatten() {
+            fs::copy(e.path(), to.join(e.file_name()))
+                .map_err(|err| format!("{}: {err}", e.path().display()))?;
+        }
+    }
+    let bundle = "/etc/ssl/certs/ca-certificates.crt";
+    if let Ok(certs) = fs::read(bundle) {
+        fs::write(inside(bundle), certs).map_err(|e| format!("{}: {e}", root.display()))?;
+    }
     Ok(root)
 }
 
@@ -140,6 +158,17 @@ fn home() -> Result<PathBuf, String> {
     env::var_os("HOME")
         .map(PathBuf::from)
         .ok_or_else(|| "HOME is not set".into())
+}
+
+/// Returns whether the host's environment variable `name` is the machine's, not the
+/// project's or this session's: where its certificates are, its proxies, rustup's policy.
+fn passed_through(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    upper.contains("CERT")
+        || upper.ends_with("CA_BUNDLE")
+        || upper.ends_with("CAINFO")
+        || upper.ends_with("_PROXY")
+        || upper == "RUSTUP_AUTO_INSTALL"
 }
 
 /// Runs `script` with `sh -c` inside `root`, in a mount namespace of its own.
@@ -187,6 +216,7 @@ fn run_inside(root: &Path, script: &str) -> Result<bool, String> {
         .env("CARGO_HOME", "/root/.cargo")
         .env("CI", "true")
         .env("LANG", "C.UTF-8")
+        .envs(env::vars().filter(|(k, _)| passed_through(k)))
         .stdin(Stdio::null());
     // SAFETY: the closure runs in the child between `fork` and `exec`. It allocates
     // nothing (every string was made above) and calls only system calls, which are
