@@ -147,6 +147,28 @@ fn run_root(cache: &Path, base: &Path, repo: &Path) -> Result<PathBuf, String> {
                 .map_err(|err| format!("{}: {err}", e.path().display()))?;
         }
     }
+    // The machine's package sources: bookworm's security suite, say, carries packages
+    // (LLVM 22) that debootstrap's single line does not.
+    let sources = inside("/etc/apt/sources.list.d");
+    fs::create_dir_all(&sources).map_err(|e| format!("{}: {e}", sources.display()))?;
+    let list = "/etc/apt/sources.list";
+    let _ = fs::remove_file(inside(list));
+    if let Ok(text) = fs::read(list) {
+        fs::write(inside(list), text).map_err(|e| format!("{}: {e}", root.display()))?;
+    }
+    for e in fs::read_dir("/etc/apt/sources.list.d")
+        .map_err(|e| format!("/etc/apt/sources.list.d: {e}"))?
+        .flatten()
+    {
+        let name = e.file_name();
+        let enabled = [".list", ".sources"]
+            .iter()
+            .any(|x| name.to_string_lossy().ends_with(x));
+        if enabled {
+            fs::copy(e.path(), sources.join(&name))
+                .map_err(|err| format!("{}: {err}", e.path().display()))?;
+        }
+    }
     let bundle = "/etc/ssl/certs/ca-certificates.crt";
     if let Ok(certs) = fs::read(bundle) {
         fs::write(inside(bundle), certs).map_err(|e| format!("{}: {e}", root.display()))?;

@@ -359,7 +359,11 @@ pub(crate) fn tree_argument(arg: &Path) -> Result<PathBuf, String> {
     }
     let name = arg.to_string_lossy();
     match Release::parse(&name) {
-        Ok(_) => linux_tree(&name),
+        // Canonical: the tree is linked from, and a cached tree may be a symbolic link.
+        Ok(_) => {
+            let tree = linux_tree(&name)?;
+            fs::canonicalize(&tree).map_err(|e| format!("{}: {e}", tree.display()))
+        }
         Err(e) => Err(format!("--tree {name}: no such directory, and {e}")),
     }
 }
@@ -382,6 +386,16 @@ pub fn linux_7_3() -> Result<PathBuf, String> {
         };
     }
     linux_tree(FOLLOWED)
+}
+
+/// Returns the Linux 7.3 tree ([`linux_7_3`]), its path canonical.
+///
+/// # Errors
+///
+/// As [`linux_7_3`].
+pub(crate) fn canonical_7_3() -> Result<PathBuf, String> {
+    let tree = linux_7_3()?;
+    fs::canonicalize(&tree).map_err(|e| format!("{}: {e}", tree.display()))
 }
 
 /// `cargo xtask linux-7.3`: prints the tree's path.
@@ -471,7 +485,7 @@ pub fn check_patches(args: &[String]) -> Result<bool, String> {
     }
     let tree = match tree {
         Some(tree) => tree_argument(&tree)?,
-        None => linux_7_3()?,
+        None => canonical_7_3()?,
     };
     if !tree.join("scripts/checkpatch.pl").is_file() {
         return Err(format!("{} has no scripts/checkpatch.pl", tree.display()));
