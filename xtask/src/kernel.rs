@@ -770,6 +770,12 @@ pub(crate) fn linked_tree(
     own: &str,
     progress: Progress,
 ) -> Result<Scratch, String> {
+    // A link to the tree, copied as a link, would have the caller write into the tree.
+    let pristine =
+        &fs::canonicalize(pristine).map_err(|e| format!("{}: {e}", pristine.display()))?;
+    if fs::symlink_metadata(dest).is_ok_and(|m| !m.is_dir()) {
+        fs::remove_file(dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+    }
     let stale = if dest.join("Makefile").is_file() {
         tree_differences(pristine, dest, "", &[own], Compare::Quick, 3)?.0
     } else {

@@ -281,7 +281,11 @@ fn fetch(cache: &Path, release: &Release, dest: &Path) -> Result<(), String> {
     }
     let deb = deb(&debs).ok_or_else(|| format!("apt-get download left no {package} .deb"))?;
     eprintln!("xtask: unpacking {} (once)", deb.display());
-    let staging = dest.with_extension("tmp");
+    let staging = dest.with_file_name(format!(
+        "{}.tmp",
+        dest.file_name()
+            .map_or("linux".into(), |n| n.to_string_lossy())
+    ));
     let _ = fs::remove_dir_all(&staging);
     fs::create_dir_all(&staging).map_err(|e| format!("{}: {e}", staging.display()))?;
     run(crate::tools::command("dpkg-deb")?

@@ -680,6 +680,15 @@ pub(crate) fn build_in_kernel(
     }
     let scratch = tier::linked_tree(pristine, &dir.join("src"), nova, progress)?;
     let ours = scratch.path.join(nova);
+    // The pristine tree is never written: not through a link either.
+    let home = fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if fs::canonicalize(&ours).is_ok_and(|o| !o.starts_with(&home)) {
+        return Err(format!(
+            "{} leads out of {}: refusing to replace it",
+            ours.display(),
+            dir.display()
+        ));
+    }
     if ours.exists() {
         fs::remove_dir_all(&ours).map_err(|e| format!("{}: {e}", ours.display()))?;
     }

@@ -142,7 +142,10 @@ enum Wake {
 struct Bar0 {
     ram: MappedRam,
     fsp: Fsp,
+    /// The sysmem flush page as 7.3 registers it: `FBHUB_PCIE_FLUSH_SYSMEM_ADDR_{LO,HI}`.
     flush: [u32; 2],
+    /// The sysmem flush page as 7.2 registers it: `NISO_FLUSH_SYSMEM_ADDR{,_HI}`.
+    niso_flush: [u32; 2],
     falcon: Arc<Mutex<Falcon>>,
     gsp: Option<(mpsc::Sender<Wake>, thread::JoinHandle<()>)>,
     /// The offsets (and whether written) reported as not emulated.
@@ -162,6 +165,7 @@ impl Bar0 {
             ram,
             fsp: Fsp::default(),
             flush: [0; 2],
+            niso_flush: [0; 2],
             falcon: Arc::new(Mutex::new(Falcon::default())),
             gsp: None,
             unknown: BTreeSet::new(),
@@ -474,6 +478,8 @@ impl Bar for Bar0 {
             Some(regs::NV_USABLE_FB_SIZE_IN_MB) => FB_MIB,
             Some(regs::NV_PFB_FBHUB_PCIE_FLUSH_SYSMEM_ADDR_LO) => self.flush[0],
             Some(regs::NV_PFB_FBHUB_PCIE_FLUSH_SYSMEM_ADDR_HI) => self.flush[1],
+            Some(regs::NV_PFB_NISO_FLUSH_SYSMEM_ADDR) => self.niso_flush[0],
+            Some(regs::NV_PFB_NISO_FLUSH_SYSMEM_ADDR_HI) => self.niso_flush[1],
             Some(regs::NV_PGSP_FALCON_MAILBOX0) => self.falcon().mailbox0,
             Some(regs::NV_PGSP_FALCON_MAILBOX1) => self.falcon().mailbox1,
             Some(regs::NV_PGSP_FALCON_OS) => self.falcon().os,
@@ -506,8 +512,20 @@ impl Bar for Bar0 {
         // CAST: a 4-byte access.
         let value = val as u32;
         match regs::named(offset) {
-            Some(regs::NV_PFB_FBHUB_PCIE_FLUSH_SYSMEM_ADDR_LO) => self.flush[0] = value,
+            Some(regs::NV_PFB_FBHUB_PCIE_FLUSH_SYSMEM_ADDR_LO) => {
+                self.flush[0] = value;
+                let page = u64::from(self.flush[1]) << 32 | u64::from(value & !0xff);
+                say_flush(page, "FBHUB_PCIE_FLUSH_SYSMEM_ADDR_LO/HI");
+            }
             Some(regs::NV_PFB_FBHUB_PCIE_FLUSH_SYSMEM_ADDR_HI) => self.flush[1] = value & 0xf_ffff,
+            Some(regs::NV_PFB_NISO_FLUSH_SYSMEM_ADDR) => {
+                self.niso_flush[0] = value;
+                let page = u64::from(self.niso_flush[1]) << 40 | u64::from(value) << 8;
+                say_flush(page, "NISO_FLUSH_SYSMEM_ADDR/_HI");
+            }
+            Some(regs::NV_PFB_NISO_FLUSH_SYSMEM_ADDR_HI) => {
+                self.niso_flush[1] = value & regs::NISO_FLUSH_HI_MASK;
+            }
             Some(regs::NV_PGSP_FALCON_IRQSCLR) => {}
             Some(regs::NV_PGSP_FALCON_MAILBOX0) => self.falcon().mailbox0 = value,
             Some(regs::NV_PGSP_FALCON_MAILBOX1) => self.falcon().mailbox1 = value,
@@ -537,6 +555,15 @@ impl Bar for Bar0 {
             Some(regs::NV_PFSP_MSGQ_TAIL) => self.fsp.set_msgq(None, Some(value)),
             _ => self.not_emulated(offset, Some(val)),
         }
+    }
+}
+
+/// Says where the driver put the sysmem flush page, and through which register pair: the
+/// pair's low register is written last, so the address is whole then; 0 unregisters it.
+fn say_flush(page: u64, pair: &str) {
+    match page {
+        0 => say!("flush: sysmem flush page cleared ({pair})"),
+        page => say!("flush: sysmem flush page at {page:#x} ({pair})"),
     }
 }
 
@@ -605,5 +632,45 @@ impl PciFunction for Gh100 {
         self.bar0.stop();
         self.header = Header::new();
         self.bar0 = Bar0::new(self.ram.clone(), self.bar0.fault);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes `value` to the register `reg` of `gpu`'s BAR0 and returns what it reads back.
+    fn write_read(gpu: &mut Gh100, reg: regs::Register, value: u32) -> u32 {
+        let bar = gpu.bar(0);
+        bar.write(reg.offset.into(), 4, value.into());
+        // CAST: a 4-byte read.
+        bar.read(reg.offset.into(), 4) as u32
+    }
+
+    #[test]
+    fn niso_flush_page_registers_read_back_what_was_written() {
+        let mut gpu = Gh100::new();
+        assert_eq!(
+            write_read(
+                &mut gpu,
+                regs::NV_PFB_NISO_FLUSH_SYSMEM_ADDR_HI,
+                0xff12_3456
+            ),
+            0x0012_3456
+        );
+        assert_eq!(
+            write_read(&mut gpu, regs::NV_PFB_NISO_FLUSH_SYSMEM_ADDR, 0x8765_4321),
+            0x8765_4321
+        );
+        assert!(gpu.bar0.unknown.is_empty());
+    }
+
+    #[test]
+    fn display_fuse_reads_display_disabled() {
+        let mut gpu = Gh100::new();
+        let bar = gpu.bar(0);
+        let fuse = bar.read(regs::NV_FUSE_STATUS_OPT_DISPLAY.offset.into(), 4);
+        assert_eq!(fuse, u64::from(regs::DISPLAY_DISABLED));
+        assert!(gpu.bar0.unknown.is_empty());
     }
 }

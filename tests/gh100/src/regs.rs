@@ -48,6 +48,10 @@ registers! {
     NV_PFB_FBHUB_PCIE_FLUSH_SYSMEM_ADDR_LO @ 0x0010_0a34: "the sysmem flush page, low word";
     /// The sysmem flush page's address, bits 51:32.
     NV_PFB_FBHUB_PCIE_FLUSH_SYSMEM_ADDR_HI @ 0x0010_0a38: "the sysmem flush page, high bits";
+    /// The sysmem flush page's address, bits 39:8, as nova-core 7.2 registers it on GH100.
+    NV_PFB_NISO_FLUSH_SYSMEM_ADDR @ 0x0010_0c10: "the sysmem flush page, address bits 39:8 (7.2)";
+    /// The sysmem flush page's address, bits 63:40 (in bits 23:0), as nova-core 7.2 registers it.
+    NV_PFB_NISO_FLUSH_SYSMEM_ADDR_HI @ 0x0010_0c40: "the sysmem flush page, address bits 63:40 (7.2)";
     /// The GSP falcon's interrupt-clear register.
     NV_PGSP_FALCON_IRQSCLR @ 0x0011_0004: "the GSP's SWGEN0 interrupt cleared at probe";
     /// The GSP falcon's first mailbox.
@@ -90,6 +94,8 @@ pub const BOOT_0_GH100: u32 = 0x1800_00a1;
 pub const BOOT_42_GH100: u32 = 0x180a_1000;
 /// `NV_FUSE_STATUS_OPT_DISPLAY`'s value: display disabled, as on every H100.
 pub const DISPLAY_DISABLED: u32 = 1;
+/// The bits `NV_PFB_NISO_FLUSH_SYSMEM_ADDR_HI` keeps: address bits 63:40.
+pub const NISO_FLUSH_HI_MASK: u32 = 0x00ff_ffff;
 /// `NV_THERM_I2CS_SCRATCH` once the FSP's secure boot completed.
 pub const FSP_BOOT_COMPLETE: u32 = 0xff;
 /// What a GSP falcon register reads while the priv target mask locks it (the low byte
