@@ -51,6 +51,9 @@ use crate::linux;
 const BASE_PACKAGES: &str = "ca-certificates,gcc,libc6-dev,git";
 /// Where the clone lives inside the root.
 const CHECKOUT: &str = "/work/project";
+/// The root's own shell (minbase has it), run after the `chroot`: the host's table of
+/// tools does not apply to it.
+const ROOT_SHELL: &str = "/bin/sh";
 /// Where the host's rustup home is mounted inside the root.
 const RUSTUP_HOME: &str = "/opt/rustup";
 
@@ -226,7 +229,7 @@ fn run_inside(root: &Path, script: &str) -> Result<bool, String> {
         },
     ];
     let root_c = cstring(root)?;
-    let mut cmd = std::process::Command::new("/bin/sh");
+    let mut cmd = std::process::Command::new(ROOT_SHELL);
     cmd.args(["-c", script])
         .env_clear()
         .env("HOME", "/root")
