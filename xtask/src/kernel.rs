@@ -1786,6 +1786,30 @@ mod tests {
     }
 
     #[test]
+    fn a_linked_tree_made_where_a_link_to_the_tree_was_is_a_tree_of_its_own() {
+        let trees = Trees::new("linked");
+        let (p, dest) = (trees.dir.join("p"), trees.dir.join("cache/src"));
+        fs::create_dir_all(trees.dir.join("cache")).unwrap();
+        fs::write(p.join("Makefile"), "VERSION = 7\n").unwrap();
+        symlink(&p, &dest).unwrap();
+        let made = linked_tree(&p, &dest, "drivers", Progress::new("test")).unwrap();
+        assert!(fs::symlink_metadata(&made.path).unwrap().is_dir());
+        fs::remove_dir_all(made.path.join("drivers")).unwrap();
+        assert!(p.join("drivers/Makefile").is_file());
+    }
+
+    #[test]
+    fn a_fingerprint_leaves_out_the_directory_the_caller_fills() {
+        let trees = Trees::new("own");
+        let p = trees.dir.join("p");
+        let first = fingerprint(&p, &["drivers"]).unwrap();
+        write_new_file(&p.join("drivers/Makefile"), "obj-y += b/\n").unwrap();
+        assert_eq!(fingerprint(&p, &["drivers"]).unwrap(), first);
+        write_new_file(&p.join("rust/kernel/lib.rs"), "//! changed\n").unwrap();
+        assert_ne!(fingerprint(&p, &["drivers"]).unwrap(), first);
+    }
+
+    #[test]
     fn a_hard_linked_tree_matches_its_pristine_tree() {
         let trees = Trees::new("linked");
         assert!(trees.diffs("", &[], Compare::Quick).is_empty());
