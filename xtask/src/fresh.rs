@@ -19,8 +19,8 @@
 //! `/proc`, `/sys` and `/dev` of the host, the rustup toolchains bind-mounted read-only
 //! (`RUSTUP_HOME`; cargo's home is the root's own, empty, so nothing installed with
 //! `cargo install` is inherited), and the machine's network setting: its DNS
-//! configuration, the certificate authorities it trusts and the environment variables
-//! that name them or a proxy. Nothing of the host's packages, caches or `~/.cargo/bin` is
+//! configuration, its package sources and apt settings, the certificate authorities it
+//! trusts and the environment variables that name them or a proxy. Nothing of the host's packages, caches or `~/.cargo/bin` is
 //! visible. The run's root stays at
 //! `<cache>/fresh/run` until the next run, for a look after a failure.
 //!
@@ -169,6 +169,16 @@ fn run_root(cache: &Path, base: &Path, repo: &Path) -> Result<PathBuf, String> {
             .any(|x| name.to_string_lossy().ends_with(x));
         if enabled {
             fs::copy(e.path(), sources.join(&name))
+                .map_err(|err| format!("{}: {err}", e.path().display()))?;
+        }
+    }
+    // And its apt settings: a mirror that is a snapshot has Release files whose validity
+    // the machine's configuration stops apt from checking.
+    let conf = inside("/etc/apt/apt.conf.d");
+    fs::create_dir_all(&conf).map_err(|e| format!("{}: {e}", conf.display()))?;
+    if let Ok(entries) = fs::read_dir("/etc/apt/apt.conf.d") {
+        for e in entries.flatten().filter(|e| e.path().is_file()) {
+            fs::copy(e.path(), conf.join(e.file_name()))
                 .map_err(|err| format!("{}: {err}", e.path().display()))?;
         }
     }
