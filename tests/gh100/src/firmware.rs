@@ -814,7 +814,7 @@ impl Field {
 /// field (`gspFwRsvdStart`, `nonWprHeapOffset`, `gspFwWprStart`, `gspFwHeapOffset`, `gspFwOffset`,
 /// `bootBinOffset`, `frtsOffset`, `gspFwWprEnd`, `fbSize`, `vgaWorkspaceOffset`) is left 0 for the
 /// firmware to compute. Nova-core 7.2 computes the framebuffer layout itself and fills the offsets
-/// too. [`check`] reads neither; [`wpr_meta::placement`] says which of the two the record is.
+/// too. [`wpr_meta::check`] reads neither; [`wpr_meta::placement`] says which of the two the record is.
 pub mod wpr_meta {
     use super::{
         Field,
