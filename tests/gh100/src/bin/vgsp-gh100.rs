@@ -51,6 +51,9 @@ use vgsp_gh100::{
     },
 };
 
+/// How long QEMU may take to end once it has closed the device's link.
+const QEMU_EXIT_GRACE: Duration = Duration::from_secs(10);
+
 const USAGE: &str =
     "usage: vgsp-gh100 --log FILE [--timeout SECS] [--memory MIB] [--gsp-fault NAME] -- QEMU_BINARY QEMU_ARGS...";
 
@@ -136,18 +139,34 @@ fn run(args: Args) -> Result<bool, String> {
         served
     });
     let started = Instant::now();
+    let mut device = Some(device);
+    // When the link closed cleanly. QEMU closes it on its way out and is reaped a moment
+    // later: on a loaded machine the device sees the end first.
+    let mut closed: Option<Instant> = None;
     let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            // The device ended before QEMU: it broke the link (its error, below).
-            Ok(None) if device.is_finished() => {
+        if device.as_ref().is_some_and(|d| d.is_finished()) {
+            let ended = device.take().map(thread::JoinHandle::join);
+            let why = match ended {
+                Some(Ok(Ok(()))) => None,
+                Some(Ok(Err(e))) => Some(format!("the device's link: {e}")),
+                _ => Some("the device's thread panicked".to_string()),
+            };
+            if let Some(why) = why {
                 let _ = child.kill();
                 let _ = child.wait();
-                return match device.join() {
-                    Ok(Err(e)) => Err(format!("the device's link: {e}")),
-                    Ok(Ok(())) => Err("the device ended before QEMU".into()),
-                    Err(_) => Err("the device's thread panicked".into()),
-                };
+                return Err(why);
+            }
+            closed = Some(Instant::now());
+        }
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if closed.is_some_and(|c| c.elapsed() > QEMU_EXIT_GRACE) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "QEMU closed the device's link but did not end within {} s",
+                    QEMU_EXIT_GRACE.as_secs()
+                ));
             }
             Ok(None) if started.elapsed() > args.timeout => break None,
             Ok(None) => thread::sleep(Duration::from_millis(50)),
@@ -157,18 +176,22 @@ fn run(args: Args) -> Result<bool, String> {
     let Some(status) = status else {
         let _ = child.kill();
         let _ = child.wait();
-        let _ = device.join();
+        if let Some(d) = device {
+            let _ = d.join();
+        }
         eprintln!(
             "vgsp-gh100: QEMU did not end within {} s: killed",
             args.timeout.as_secs()
         );
         return Ok(false);
     };
-    let served = device
-        .join()
-        .map_err(|_| "the device's thread panicked".to_string())?;
-    if let Err(e) = served {
-        return Err(format!("the device's link: {e}"));
+    if let Some(d) = device {
+        let served = d
+            .join()
+            .map_err(|_| "the device's thread panicked".to_string())?;
+        if let Err(e) = served {
+            return Err(format!("the device's link: {e}"));
+        }
     }
     if !status.success() {
         return Err(format!("QEMU failed ({status}); its log: {}", args.log));
