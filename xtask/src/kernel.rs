@@ -1787,7 +1787,7 @@ mod tests {
 
     #[test]
     fn a_linked_tree_made_where_a_link_to_the_tree_was_is_a_tree_of_its_own() {
-        let trees = Trees::new("linked");
+        let trees = Trees::new("over-link");
         let (p, dest) = (trees.dir.join("p"), trees.dir.join("cache/src"));
         fs::create_dir_all(trees.dir.join("cache")).unwrap();
         fs::write(p.join("Makefile"), "VERSION = 7\n").unwrap();
