@@ -70,24 +70,13 @@ fn cstring(p: &Path) -> Result<CString, String> {
         .map_err(|_| format!("{}: a NUL in the path", p.display()))
 }
 
-/// Returns the system's Debian suite, from `/etc/os-release`.
-fn suite() -> Result<String, String> {
-    let text =
-        fs::read_to_string("/etc/os-release").map_err(|e| format!("/etc/os-release: {e}"))?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("VERSION_CODENAME="))
-        .map(|s| s.trim_matches('"').to_string())
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| "/etc/os-release names no VERSION_CODENAME".into())
-}
-
 /// Makes the base root once: `debootstrap --variant=minbase` of the system's suite.
 fn base_root(cache: &Path) -> Result<PathBuf, String> {
     let base = cache.join("fresh/base");
     if base.join("usr/bin/gcc").exists() && base.join("usr/bin/git").exists() {
         return Ok(base);
     }
-    let (suite, mirror) = (suite()?, linux::debian_mirror()?);
+    let (suite, mirror) = (linux::system_suite()?, linux::debian_mirror()?);
     let tmp = cache.join("fresh/base.tmp");
     let _ = fs::remove_dir_all(&tmp);
     fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;

@@ -159,6 +159,21 @@ pub(crate) fn run(cmd: &mut Command) -> Result<(), String> {
     ))
 }
 
+/// Returns the system's Debian suite (`bookworm`), from `/etc/os-release`.
+///
+/// # Errors
+///
+/// - The file cannot be read, or names no `VERSION_CODENAME`.
+pub(crate) fn system_suite() -> Result<String, String> {
+    let text =
+        fs::read_to_string("/etc/os-release").map_err(|e| format!("/etc/os-release: {e}"))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("VERSION_CODENAME="))
+        .map(|s| s.trim_matches('"').to_string())
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| "/etc/os-release names no VERSION_CODENAME".into())
+}
+
 /// Returns the Debian mirror the system's apt sources use.
 pub(crate) fn debian_mirror() -> Result<String, String> {
     let mut texts = Vec::new();

@@ -76,17 +76,6 @@ fn qemu_source_version() -> Result<String, String> {
     Ok(version)
 }
 
-/// The system's Debian suite (`bookworm`), from `/etc/os-release`.
-fn suite() -> Result<String, String> {
-    let text =
-        fs::read_to_string("/etc/os-release").map_err(|e| format!("/etc/os-release: {e}"))?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("VERSION_CODENAME="))
-        .map(|s| s.trim_matches('"').to_string())
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| "/etc/os-release names no VERSION_CODENAME".into())
-}
-
 /// Returns the QEMU plugin header, fetching it once (see the module documentation).
 fn plugin_header() -> Result<PathBuf, String> {
     if let Some(h) = env::var_os("VGSP_QEMU_PLUGIN_H") {
@@ -109,7 +98,7 @@ fn plugin_header() -> Result<PathBuf, String> {
         "xtask: fetching the source of qemu {version} for its plugin header (about 24 MB, once)"
     );
     let apt = dir.join("apt");
-    let (mirror, suite) = (debian_mirror()?, suite()?);
+    let (mirror, suite) = (debian_mirror()?, linux::system_suite()?);
     let list: String = [suite.clone(), format!("{suite}-updates")]
         .iter()
         .map(|s| format!("deb-src [signed-by={}] {mirror} {s} main\n", linux::KEYRING))
