@@ -59,12 +59,17 @@ const RUSTUP_HOME: &str = "/opt/rustup";
 
 /// One mount made in the namespace before `chroot`.
 struct Mount {
+    /// What is mounted: a path, or the file system's name for `proc`.
     source: CString,
+    /// Where, inside the root.
     target: CString,
+    /// The file system's type; `None` for a recursive bind mount of `source`.
     fstype: Option<CString>,
+    /// Whether the bind mount is made read-only.
     read_only: bool,
 }
 
+/// Returns `p` as a C string, for the system calls.
 fn cstring(p: &Path) -> Result<CString, String> {
     CString::new(p.as_os_str().as_bytes())
         .map_err(|_| format!("{}: a NUL in the path", p.display()))
@@ -178,6 +183,7 @@ fn run_root(cache: &Path, base: &Path, repo: &Path) -> Result<PathBuf, String> {
     Ok(root)
 }
 
+/// Returns the home directory of the user running this.
 fn home() -> Result<PathBuf, String> {
     env::var_os("HOME")
         .map(PathBuf::from)
