@@ -9,6 +9,21 @@ use std::{
     process::Command, //
 };
 
+/// Returns a command that runs the binary at `path`: through `VGSP_TEST_RUNNER` when it
+/// is set (a cross build's binaries run under `qemu-aarch64`), else directly.
+fn binary(path: &str) -> Command {
+    let runner = env::var("VGSP_TEST_RUNNER").unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    match words.next() {
+        Some(first) => {
+            let mut cmd = Command::new(first);
+            cmd.args(words).arg(path);
+            cmd
+        }
+        None => Command::new(path),
+    }
+}
+
 /// Runs the runner with `script` as the "QEMU": `sh -c SCRIPT sh ARGS...`, the runner's
 /// QEMU arguments (the last names the link's fd) in `$@`. Returns the exit code and
 /// standard error.
@@ -17,7 +32,7 @@ fn run_with(script: &str, name: &str) -> (Option<i32>, String) {
         "vgsp-gh100-runner-{name}-{}.log",
         std::process::id()
     ));
-    let out = Command::new(env!("CARGO_BIN_EXE_vgsp-gh100"))
+    let out = binary(env!("CARGO_BIN_EXE_vgsp-gh100"))
         .arg("--log")
         .arg(&log)
         .args(["--timeout", "20", "--", "/bin/sh", "-c", script, "sh"])
