@@ -845,7 +845,6 @@ pub(crate) fn api_7_3(args: &[String]) -> Result<bool, String> {
         .to_path_buf();
     let cache = linux::cache()?;
     kernel::ensure_build_tools(&[Arch::X86_64], false)?;
-    kernel::check_tools()?;
     let _lock = kernel::lock(&cache, progress)?;
     let bindgen = kernel::ensure_bindgen(&cache, progress)?;
     let scratch = kernel::scratch_tree(&pristine, &repo, progress)?;

@@ -65,6 +65,7 @@ pub(crate) fn repo() -> Result<PathBuf, String> {
 
 /// The installed `qemu-user`'s source package version (`1:7.2+dfsg-7+deb12u18`).
 fn qemu_source_version() -> Result<String, String> {
+    crate::tools::ensure(&["qemu-aarch64"])?;
     let out = crate::tools::command("dpkg-query")?
         .args(["-W", "-f=${source:Version}", "qemu-user"])
         .output()

@@ -345,7 +345,7 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
         if !opts.what.is_empty() {
             return Err("replay runs alone: leave the other checks out".into());
         }
-        return replay_image(&repo, &built_from, &name, replay);
+        return replay_image(&repo, &tree, &built_from, &name, replay);
     }
     let fuzz = opts.what.is_empty() || opts.what.iter().any(|w| w == "fuzz");
     let kernel = opts.what.iter().any(|w| w == "kernel");
@@ -533,15 +533,23 @@ fn boot_gh100(repo: &Path, tools: &boot::Tools, image: &Path, name: &str) -> Res
     Ok(false)
 }
 
-/// Runs the tree's receive over a `gspq` image (`replay IMAGE [--rptr N]`) and prints
-/// the lines `vgsp-tool replay-gspq` prints for ours, nothing else on standard output.
-fn replay_image(repo: &Path, tree: &Path, name: &str, args: &[String]) -> Result<bool, String> {
+/// Runs the receive of `tree` (the queue's source: the tree named, or its patched scratch
+/// copy) over a `gspq` image (`replay IMAGE [--rptr N]`) and prints the lines `vgsp-tool
+/// replay-gspq` prints for ours, nothing else on standard output. `pristine` is the tree
+/// named, for the error when its queue does not build.
+fn replay_image(
+    repo: &Path,
+    pristine: &Path,
+    tree: &Path,
+    name: &str,
+    args: &[String],
+) -> Result<bool, String> {
     eprintln!("xtask: upstream: building {name}'s nova-core queue against the shim");
     let binary = build(repo, tree).map_err(|errors| {
         format!(
             "{name}: the queue does not build with the project's adapters:\n{}\n{}",
             errors.join("\n"),
-            in_kernel_hint(tree, &kernel_version(tree).unwrap_or_default())
+            in_kernel_hint(pristine, &kernel_version(pristine).unwrap_or_default())
         )
     })?;
     let out = Command::new(binary)
@@ -566,13 +574,14 @@ const FUZZ_RUNS: u64 = 20_000;
 /// stops at the first, with the input saved, which is printed as a finding).
 fn fuzz_receive(repo: &Path, tree: &Path) -> Result<(u64, u64), String> {
     println!("== fuzz");
-    let have_fuzz = crate::tools::command("cargo")?
+    crate::tools::ensure(&["cargo-fuzz"])?;
+    let have_nightly = crate::tools::command("cargo")?
         .args(["+nightly", "fuzz", "--version"])
         .output()
         .is_ok_and(|o| o.status.success());
-    if !have_fuzz {
-        return Err("the fuzz check needs cargo-fuzz on the nightly toolchain: \
-             cargo install cargo-fuzz --locked (or leave `fuzz` out of WHAT)"
+    if !have_nightly {
+        return Err("the fuzz check runs cargo-fuzz on the nightly toolchain: \
+             rustup toolchain install nightly (or leave `fuzz` out of WHAT)"
             .into());
     }
     let runs = std::env::var("VGSP_UPSTREAM_FUZZ_RUNS")
