@@ -317,7 +317,7 @@ pub(crate) fn fresh_machine(args: &[String]) -> Result<bool, String> {
     if !ours.is_empty() {
         return Err("usage: cargo xtask fresh-machine [-- RUN_ARGS...]".into());
     }
-    if uid() != 0 {
+    if !crate::tools::is_root() {
         return Err("fresh-machine makes a Debian root and mounts in it: run it as root".into());
     }
     let run_args: Vec<String> = match run_args.is_empty() {
@@ -352,10 +352,4 @@ pub(crate) fn fresh_machine(args: &[String]) -> Result<bool, String> {
         root.display()
     );
     Ok(ok)
-}
-
-/// Returns the process's user id.
-fn uid() -> u32 {
-    // SAFETY: `getuid` has no preconditions and cannot fail.
-    unsafe { libc::getuid() }
 }

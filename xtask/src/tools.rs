@@ -76,7 +76,6 @@ pub(crate) const TOOLS: &[Tool] = &[
     deb("dpkg-query", "dpkg"),
     deb("dpkg-deb", "dpkg"),
     deb("cp", "coreutils"),
-    deb("id", "coreutils"),
     deb("chroot", "coreutils"),
     deb("tar", "tar"),
     deb("xz", "xz-utils"),
@@ -176,11 +175,9 @@ fn locate(name: &str) -> Option<PathBuf> {
 }
 
 /// Whether this process runs as root.
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+pub(crate) fn is_root() -> bool {
+    // SAFETY: `getuid` has no preconditions and cannot fail.
+    unsafe { libc::getuid() == 0 }
 }
 
 /// Whether `apt-get update` ran in this process already.
