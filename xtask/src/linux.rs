@@ -330,7 +330,7 @@ fn fetch(cache: &Path, release: &Release, dest: &Path) -> Result<(), String> {
 
 /// Returns the tree of the kernel release `name` (`7.3`, `7.2`, `7.3~rc7`, ...), fetching
 /// Debian's source package of it into the cache (`<cache>/linux-<name>`) if it is not
-/// there.
+/// there. The path is canonical.
 ///
 /// # Errors
 ///
@@ -342,8 +342,11 @@ pub(crate) fn linux_tree(name: &str) -> Result<PathBuf, String> {
     let cache = cache()?;
     let tree = cache.join(format!("linux-{name}"));
     let (major, minor) = &release.series;
+    // Canonical: the tree is linked from, and a cached tree may be a symbolic link.
+    let canonical =
+        |tree: &Path| fs::canonicalize(tree).map_err(|e| format!("{}: {e}", tree.display()));
     if is_linux(&tree, major, minor) {
-        return Ok(tree);
+        return canonical(&tree);
     }
     fetch(&cache, &release, &tree).map_err(|e| {
         format!(
@@ -354,7 +357,7 @@ pub(crate) fn linux_tree(name: &str) -> Result<PathBuf, String> {
             cache.join("apt-linux").display()
         )
     })?;
-    Ok(tree)
+    canonical(&tree)
 }
 
 /// `cargo xtask linux RELEASE`: prints the tree's path.
@@ -378,17 +381,14 @@ pub(crate) fn tree_argument(arg: &Path) -> Result<PathBuf, String> {
     }
     let name = arg.to_string_lossy();
     match Release::parse(&name) {
-        // Canonical: the tree is linked from, and a cached tree may be a symbolic link.
-        Ok(_) => {
-            let tree = linux_tree(&name)?;
-            fs::canonicalize(&tree).map_err(|e| format!("{}: {e}", tree.display()))
-        }
+        Ok(_) => linux_tree(&name),
         Err(e) => Err(format!("--tree {name}: no such directory, and {e}")),
     }
 }
 
 /// Returns the Linux 7.3 tree, fetching it into the cache if it is not there.
-///
+/// Returns the Linux 7.3 tree, fetching it into the cache if it is not there; the path
+/// is canonical.
 /// # Errors
 ///
 /// What was tried and failed, and how to point the tools at a tree unpacked by hand.
@@ -396,7 +396,7 @@ pub fn linux_7_3() -> Result<PathBuf, String> {
     if let Some(tree) = env::var_os("VGSP_LINUX_7_3") {
         let tree = PathBuf::from(tree);
         return if is_linux_7_3(&tree) {
-            Ok(tree)
+            fs::canonicalize(&tree).map_err(|e| format!("{}: {e}", tree.display()))
         } else {
             Err(format!(
                 "VGSP_LINUX_7_3={} is not a Linux 7.3 tree with drivers/gpu/nova-core",
@@ -405,16 +405,6 @@ pub fn linux_7_3() -> Result<PathBuf, String> {
         };
     }
     linux_tree(FOLLOWED)
-}
-
-/// Returns the Linux 7.3 tree ([`linux_7_3`]), its path canonical.
-///
-/// # Errors
-///
-/// As [`linux_7_3`].
-pub(crate) fn canonical_7_3() -> Result<PathBuf, String> {
-    let tree = linux_7_3()?;
-    fs::canonicalize(&tree).map_err(|e| format!("{}: {e}", tree.display()))
 }
 
 /// `cargo xtask linux-7.3`: prints the tree's path.
@@ -504,7 +494,7 @@ pub fn check_patches(args: &[String]) -> Result<bool, String> {
     }
     let tree = match tree {
         Some(tree) => tree_argument(&tree)?,
-        None => canonical_7_3()?,
+        None => linux_7_3()?,
     };
     if !tree.join("scripts/checkpatch.pl").is_file() {
         return Err(format!("{} has no scripts/checkpatch.pl", tree.display()));

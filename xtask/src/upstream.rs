@@ -318,7 +318,7 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
         .to_path_buf();
     let tree = match &opts.tree {
         Some(tree) => linux::tree_argument(tree)?,
-        None => linux::canonical_7_3()?,
+        None => linux::linux_7_3()?,
     };
     let nova = tree.join("drivers/gpu/nova-core");
     if let Some(missing) = QUEUE_FILES.iter().find(|f| !nova.join(f).is_file()) {
