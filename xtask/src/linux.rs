@@ -386,9 +386,9 @@ pub(crate) fn tree_argument(arg: &Path) -> Result<PathBuf, String> {
     }
 }
 
-/// Returns the Linux 7.3 tree, fetching it into the cache if it is not there.
 /// Returns the Linux 7.3 tree, fetching it into the cache if it is not there; the path
 /// is canonical.
+///
 /// # Errors
 ///
 /// What was tried and failed, and how to point the tools at a tree unpacked by hand.
