@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `cargo xtask fresh-machine [--keep] [-- RUN_ARGS...]`: the test command on a machine
+//! `cargo xtask fresh-machine [--full | -- RUN_ARGS...]`: the test command on a machine
 //! that has nothing the project installed, to find a missing install step before CI does.
 //!
 //! A machine that ran the project before hides a step that forgot to install its tool: the
@@ -12,8 +12,8 @@
 //!
 //! 1. `cargo xtask tools ensure --all --probe`: every tool of the table installed from
 //!    nothing and started once;
-//! 2. `tests/run.sh RUN_ARGS` (default `--host-only`; `--no-kernel` or nothing for more,
-//!    at the cost of a cold cache: the kernel trees are fetched and built anew).
+//! 2. `tests/run.sh RUN_ARGS` (default `--host-only`; `-- --no-kernel`, or `--full` for
+//!    every step, at the cost of a cold cache: the kernel trees are fetched and built anew).
 //!
 //! The root is entered in a mount namespace of its own (`unshare(CLONE_NEWNS)`), with
 //! `/proc`, `/sys` and `/dev` of the host, the rustup toolchains bind-mounted read-only
@@ -314,15 +314,19 @@ pub(crate) fn fresh_machine(args: &[String]) -> Result<bool, String> {
         Some(i) => (&args[..i], &args[i + 1..]),
         None => (args, &[][..]),
     };
-    if !ours.is_empty() {
-        return Err("usage: cargo xtask fresh-machine [-- RUN_ARGS...]".into());
-    }
+    let full = match ours {
+        [] => false,
+        [a] if a == "--full" => true,
+        _ => return Err("usage: cargo xtask fresh-machine [--full | -- RUN_ARGS...]".into()),
+    };
     if !crate::tools::is_root() {
         return Err("fresh-machine makes a Debian root and mounts in it: run it as root".into());
     }
-    let run_args: Vec<String> = match run_args.is_empty() {
-        true => vec!["--host-only".into()],
-        false => run_args.to_vec(),
+    let run_args: Vec<String> = match (full, run_args.is_empty()) {
+        (true, true) => Vec::new(),
+        (true, false) => return Err("--full runs tests/run.sh without options".into()),
+        (false, true) => vec!["--host-only".into()],
+        (false, false) => run_args.to_vec(),
     };
     for a in &run_args {
         if !a.starts_with("--") || a.contains(|c: char| !c.is_ascii_alphanumeric() && c != '-') {

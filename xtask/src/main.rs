@@ -35,7 +35,7 @@
 //! `cargo xtask tools list|ensure`: the programs the commands run and where each comes
 //! from (see [`tools`]).
 //!
-//! `cargo xtask fresh-machine [-- RUN_ARGS...]`: the tools' probe and `tests/run.sh` in a
+//! `cargo xtask fresh-machine [--full | -- RUN_ARGS...]`: the tools' probe and `tests/run.sh` in a
 //! Debian root that has only what a new machine has (see [`fresh`]).
 //!
 //! `cargo xtask api-7.3 [--tree DIR]`: the errors of nova-core compiled against the
@@ -495,7 +495,7 @@ fn main() -> ExitCode {
                   kernel-7.3 [--without-project] [x86_64|arm64]... | \
                   upstream [--tree DIR] [--patch FILE]... [--gsp-fault NAME|all]... [WHAT...] | \
                   tools list | tools ensure [--all] [--probe] [TOOL...] | \
-                  fresh-machine [-- RUN_ARGS...]"
+                  fresh-machine [--full | -- RUN_ARGS...]"
             .into()),
     };
     match result {
