@@ -34,9 +34,10 @@
 #      bench and a bounded fuzz run, whose findings about upstream are reported, not
 #      failures; the echo must pass, pristine and with the series of upstream/); with the kernel,
 #      upstream's whole driver, built by its own kernel (pristine and with the series of upstream/),
-#      boots an emulated GH100 under qemu-system-x86_64 whose GSP is ours, and unloads
-#      (`cargo xtask upstream boot`: `boot ok`), and the table of what it does with each
-#      hostile GSP (`--gsp-fault all`: findings, none unrecognised);
+#      boots an emulated GH100 whose GSP is ours under QEMU 11 (vfio-user), x86_64 and
+#      arm64, and unloads (`cargo xtask upstream boot [--arch arm64]`: `boot ok`), and
+#      the table of what it does with each hostile GSP (`--gsp-fault all`: findings, none
+#      unrecognised);
 #   9. ordering of the compiled code: our driver and GSP, and Linux 7.3's queue (pristine
 #      and with the series of upstream/), built for aarch64 with the shim's trace marks, traced
 #      under qemu-aarch64 with the project's QEMU plugin (tests/trace/plugin) and decided
@@ -126,7 +127,7 @@ logged() {
 # names its package. The first list is the host steps' (the ivshmem server's test runs
 # QEMU); the second the other steps'.
 RUN_TOOLS=(python3 xz cargo rustfmt cargo-clippy qemu-system-x86_64)
-RUN_TOOLS_FULL=(/usr/bin/rustc /usr/bin/cargo /usr/lib/rustlib/src/rust/library/core ld.lld-22 llvm-objdump-22 qemu-aarch64 aarch64-linux-gnu-gcc /usr/aarch64-linux-gnu/include/stdio.h gcc perl cargo-fuzz)
+RUN_TOOLS_FULL=(/usr/bin/rustc /usr/bin/cargo /usr/lib/rustlib/src/rust/library/core ld.lld-22 llvm-objdump-22 qemu-aarch64 aarch64-linux-gnu-gcc /usr/aarch64-linux-gnu/include/stdio.h gcc perl cargo-fuzz c++)
 
 ensure_tools() {
     local want=("${RUN_TOOLS[@]}")
@@ -359,6 +360,25 @@ if ((KERNEL)); then
     ! grep -qE '^gsp-fault [a-z-]+: unknown$' target/upstream-boot.log ||
         fail "a GSP fault's row is 'unknown': the boot's behaviour was not recognised"
     pass "boot: upstream's driver against the emulated GH100"
+
+    step "boot arm64: upstream's driver in its own arm64 kernel, as on Grace (cargo xtask upstream boot --arch arm64)"
+    # The same boots on a weakly ordered CPU: QEMU 11's virt machine, 2 vCPUs, the GPU
+    # over vfio-user.
+    VGSP_CACHE=$CACHE cargo xtask upstream --series boot --arch arm64 --gsp-fault all \
+        >target/upstream-boot-arm64-patched.log 2>&1 ||
+        { grep -v '^\[err\]' target/upstream-boot-arm64-patched.log | tail -n 60; fail "the upstream series: the arm64 boot"; }
+    grep -E '^(boot|gsp-fault)' target/upstream-boot-arm64-patched.log
+    grep -qE '^upstream 7\.3\.[0-9]+ \+series: arm64 boot ok, gsp-fault [1-9][0-9]* run, [0-9]+ accepted$' target/upstream-boot-arm64-patched.log ||
+        fail "the upstream series' arm64 boot summary is not 'arm64 boot ok, gsp-fault N run, A accepted'"
+    VGSP_CACHE=$CACHE cargo xtask upstream boot --arch arm64 --gsp-fault all >target/upstream-boot-arm64.log 2>&1 ||
+        { grep -v '^\[err\]' target/upstream-boot-arm64.log | tail -n 60; fail "upstream 7.3: the arm64 boot"; }
+    grep -E '^(boot|gsp-fault)' target/upstream-boot-arm64.log
+    tail -n 1 target/upstream-boot-arm64.log
+    grep -qE '^upstream 7\.3\.[0-9]+: arm64 boot ok, gsp-fault [1-9][0-9]* run, [0-9]+ accepted$' target/upstream-boot-arm64.log ||
+        fail "upstream 7.3's arm64 boot summary is not 'arm64 boot ok, gsp-fault N run, A accepted'"
+    ! grep -qE '^gsp-fault [a-z-]+: unknown$' target/upstream-boot-arm64.log ||
+        fail "a GSP fault's row is 'unknown' on arm64: the boot's behaviour was not recognised"
+    pass "boot arm64: upstream's driver against the emulated GH100"
 fi
 
 step "ordering of the compiled code: arm64 traces under qemu-aarch64 (cargo xtask ordering-trace)"

@@ -1,8 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `cargo xtask upstream [--tree DIR] [--patch FILE|--series]... boot`: the tree's nova-core,
-//! built into the tree's own kernel, boots an emulated GH100 (`tests/gh100`) under
-//! `qemu-system-x86_64`, the GSP being ours.
+//! `cargo xtask upstream [--tree DIR] [--patch FILE|--series]... boot [--arch arm64]`: the
+//! tree's nova-core, built into the tree's own kernel, boots an emulated GH100
+//! (`tests/gh100`) under QEMU 11, the GSP being ours.
+//!
+//! The GPU reaches QEMU over vfio-user (`vfio-user-pci`), on both architectures: arm64
+//! is why (GH100's home is Grace, and the barriers this project is about can only go
+//! wrong on a weakly ordered CPU; QEMU's multi-process proxy device exists only where
+//! QEMU has KVM support, not in `qemu-system-aarch64`), and one transport serves x86_64
+//! as well: the proxy device it used before is experimental (`x-`), carries no
+//! interrupt under TCG and blocks migration, and the same QEMU 11 comes from the same
+//! private root for both ([`crate::qemu`]). Measured on 2026-12-06: the x86_64 boot of
+//! 7.3.4 took 5.8 s over vfio-user on QEMU 11.1.3.
 //!
 //! 1. The device's tools are built: `vgsp-gh100` (the device and QEMU's runner),
 //!    `vgsp-gh100-firmware` (the firmware files, our own content) and `vgsp-gh100-init`
@@ -19,6 +28,10 @@
 //!    the console lines around it and the whole transcript.
 
 use std::{
+    ffi::{
+        OsStr,
+        OsString, //
+    },
     fs,
     path::{
         Path,
@@ -31,7 +44,10 @@ use std::{
     time::Instant,
 };
 
-use crate::kernel::Progress;
+use crate::{
+    api::Arch,
+    kernel::Progress, //
+};
 
 /// How long a boot may take, in seconds, before the runner kills QEMU.
 const BOOT_TIMEOUT: &str = "180";
@@ -49,12 +65,13 @@ pub(crate) struct Tools {
     init: PathBuf,
 }
 
-/// Builds the device's tools (release), the init statically.
+/// Builds the device's tools (release, for this machine) and the guest's init (static,
+/// for `arch`).
 ///
 /// # Errors
 ///
 /// A build that fails, with cargo's last lines.
-pub(crate) fn tools(repo: &Path, progress: Progress) -> Result<Tools, String> {
+pub(crate) fn tools(repo: &Path, arch: Arch, progress: Progress) -> Result<Tools, String> {
     progress.say("building the emulated GH100 (tests/gh100)");
     let target = repo.join("target");
     let build = |args: &[&str], target_dir: &Path| -> Result<(), String> {
@@ -87,26 +104,43 @@ pub(crate) fn tools(repo: &Path, progress: Progress) -> Result<Tools, String> {
         ],
         &target,
     )?;
-    // Its own target directory: the static flag would otherwise rebuild the others.
-    let init_target = target.join("gh100-init");
-    build(
-        &[
-            "rustc",
-            "--release",
-            "-p",
-            "vgsp-gh100",
-            "--bin",
-            "vgsp-gh100-init",
-            "--",
-            "-C",
-            "target-feature=+crt-static",
-        ],
-        &init_target,
-    )?;
+    let init = match arch {
+        Arch::X86_64 => {
+            // Its own target directory: the static flag would otherwise rebuild the others.
+            let init_target = target.join("gh100-init");
+            build(
+                &[
+                    "rustc",
+                    "--release",
+                    "-p",
+                    "vgsp-gh100-init",
+                    "--",
+                    "-C",
+                    "target-feature=+crt-static",
+                ],
+                &init_target,
+            )?;
+            init_target.join("release/vgsp-gh100-init")
+        }
+        Arch::Arm64 => {
+            progress.say("building the guest's init for arm64");
+            crate::ordering::build_aarch64(
+                repo,
+                "gh100-init-arm64",
+                &repo.join("tests/gh100/init"),
+                "vgsp-gh100-init",
+                &[],
+                &[(
+                    "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS",
+                    "-C target-feature=+crt-static".into(),
+                )],
+            )?
+        }
+    };
     Ok(Tools {
         device: target.join("release/vgsp-gh100"),
         firmware: target.join("release/vgsp-gh100-firmware"),
-        init: init_target.join("release/vgsp-gh100-init"),
+        init,
     })
 }
 
@@ -143,12 +177,17 @@ pub(crate) fn firmware(tools: &Tools, dir: &Path) -> Result<Vec<String>, String>
 
 /// The options the boot adds to the configuration of `upstream kernel`'s build: an
 /// initramfs and an ELF init, sysfs to unbind the driver, timestamps, and the firmware
-/// built in from `dir`.
-pub(crate) fn boot_fragment(dir: &Path, files: &[String]) -> String {
+/// built in from `dir`. On arm64, DWARF too: the ordering trace maps the kernel's pcs to
+/// source lines, and one configuration serves the boot and its trace.
+pub(crate) fn boot_fragment(arch: Arch, dir: &Path, files: &[String]) -> String {
+    let debug = match arch {
+        Arch::X86_64 => "",
+        Arch::Arm64 => "CONFIG_DEBUG_KERNEL=y\nCONFIG_DEBUG_INFO_DWARF5=y\n",
+    };
     format!(
         "# The emulated GH100's boot (cargo xtask upstream boot).\n\
          CONFIG_BLK_DEV_INITRD=y\nCONFIG_BINFMT_ELF=y\nCONFIG_SYSFS=y\nCONFIG_PRINTK_TIME=y\n\
-         CONFIG_EXTRA_FIRMWARE=\"{}\"\nCONFIG_EXTRA_FIRMWARE_DIR=\"{}\"\n",
+         CONFIG_EXTRA_FIRMWARE=\"{}\"\nCONFIG_EXTRA_FIRMWARE_DIR=\"{}\"\n{debug}",
         files.join(" "),
         dir.display()
     )
@@ -210,20 +249,70 @@ pub(crate) struct Run {
     pub(crate) runner: Option<String>,
 }
 
-/// Boots `image` with the initramfs `initrd` against the emulated GH100; the logs go to
-/// `dir`.
+/// The machine a boot runs: the guest's architecture, its kernel and initramfs, and what
+/// else QEMU is given (a plugin).
+pub(crate) struct Guest<'a> {
+    /// The guest's architecture.
+    pub(crate) arch: Arch,
+    /// The kernel's image.
+    pub(crate) image: &'a Path,
+    /// The initramfs ([`initramfs`]).
+    pub(crate) initrd: &'a Path,
+    /// More arguments for QEMU.
+    pub(crate) qemu_args: Vec<OsString>,
+}
+
+/// Returns QEMU's command line for `guest`, from the program on: QEMU 11 from the cache's
+/// private root ([`crate::qemu`]), whose `vfio-user-pci` device carries the GPU on both
+/// architectures; x86_64 a `pc` machine with one vCPU, arm64 a `virt` machine with 2, as
+/// a Grace has many.
+fn qemu_command(guest: &Guest) -> Result<Vec<OsString>, String> {
+    let qemu = crate::qemu::system(match guest.arch {
+        Arch::X86_64 => "x86_64",
+        Arch::Arm64 => "aarch64",
+    })?;
+    let mut line: Vec<OsString> = vec![qemu.get_program().to_owned()];
+    line.extend(qemu.get_args().map(OsStr::to_owned));
+    let (machine, append): (&[&str], &str) = match guest.arch {
+        Arch::X86_64 => (
+            &["-machine", "pc,accel=tcg", "-smp", "1"],
+            "console=ttyS0 panic=-1 kunit.enable=0",
+        ),
+        Arch::Arm64 => (
+            &["-machine", "virt,accel=tcg", "-cpu", "max", "-smp", "2"],
+            // nokaslr: the kernel's text where System.map says, for the trace.
+            "console=ttyAMA0 panic=-1 kunit.enable=0 nokaslr",
+        ),
+    };
+    line.extend(machine.iter().map(OsString::from));
+    line.extend(
+        ["-nographic", "-no-reboot", "-nic", "none", "-kernel"]
+            .iter()
+            .map(OsString::from),
+    );
+    line.push(guest.image.into());
+    line.push("-initrd".into());
+    line.push(guest.initrd.into());
+    // KUnit's suites are the kernel tier's business: not run here.
+    line.push("-append".into());
+    line.push(append.into());
+    line.extend(guest.qemu_args.iter().cloned());
+    Ok(line)
+}
+
+/// Boots `guest` against the emulated GH100; the logs go to `dir`.
 ///
 /// # Errors
 ///
-/// The runner cannot be started.
+/// The runner or QEMU cannot be started.
 pub(crate) fn run(
     tools: &Tools,
-    image: &Path,
-    initrd: &Path,
+    guest: &Guest,
     dir: &Path,
     fault: Option<&str>,
 ) -> Result<Run, String> {
     let console_log = dir.join("boot.log");
+    let qemu = qemu_command(guest)?;
     let started = Instant::now();
     let mut device = Command::new(&tools.device);
     device.arg("--log").arg(&console_log);
@@ -236,21 +325,7 @@ pub(crate) fn run(
     };
     let out = device
         .args(["--timeout", timeout, "--memory", GUEST_MIB, "--"])
-        .arg(crate::tools::path("qemu-system-x86_64")?)
-        .args([
-            "-machine",
-            "pc,accel=tcg",
-            "-smp",
-            "1",
-            "-nographic",
-            "-no-reboot",
-        ])
-        .args(["-nic", "none", "-kernel"])
-        .arg(image)
-        .arg("-initrd")
-        .arg(initrd)
-        // KUnit's suites are the kernel tier's business: not run here.
-        .args(["-append", "console=ttyS0 panic=-1 kunit.enable=0"])
+        .args(&qemu)
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run {}: {e}", tools.device.display()))?;

@@ -547,8 +547,13 @@ pub fn check_patches(args: &[String]) -> Result<bool, String> {
                 }
                 if build && said.is_empty() {
                     let label = format!("upstream with the series up to patch {}", k + 1);
-                    if let Err(e) = crate::upstream::build_in_kernel(&tree, scratch, &label, false)
-                    {
+                    if let Err(e) = crate::upstream::build_in_kernel(
+                        &tree,
+                        scratch,
+                        &label,
+                        false,
+                        crate::api::Arch::X86_64,
+                    ) {
                         said.push(format!("the tree with it does not build clean: {e}"));
                     }
                 }

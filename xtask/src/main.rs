@@ -32,6 +32,9 @@
 //! [--tree DIR]`: the Linux 7.3 tree, any release Debian serves (7.2, 7.3~rc7, ...), and
 //! the patches of `upstream/` (see [`linux`]).
 //!
+//! `cargo xtask qemu [aarch64|x86_64] [--plugin-header]`: QEMU 11 from Debian's sid in a
+//! private root in the cache, its version and the command that starts it (see [`qemu`]).
+//!
 //! `cargo xtask tools list|ensure`: the programs the commands run and where each comes
 //! from (see [`tools`]).
 //!
@@ -44,16 +47,18 @@
 //! `cargo xtask kernel-7.3 [--without-project] [x86_64|arm64]...`: the kernel tier on
 //! Linux 7.3, the project built into the tree and booted under QEMU (see [`kernel`]).
 //!
-//! `cargo xtask upstream [--tree DIR] [--patch FILE]... [--gsp-fault NAME|all]... [WHAT...]`: a tree's own
+//! `cargo xtask upstream [--tree DIR] [--patch FILE]... [--arch ARCH] [--ordering] [--gsp-fault NAME|all]... [WHAT...]`: a tree's own
 //! nova-core queue, unmodified, against the virtual GSP (see [`upstream`]).
 
 mod api;
 mod boot;
 mod fresh;
 mod kernel;
+mod kernel_trace;
 mod linux;
 mod litmus;
 mod ordering;
+mod qemu;
 mod tools;
 mod upstream;
 mod variant;
@@ -485,6 +490,7 @@ fn main() -> ExitCode {
         Some("api-7.3") => api::api_7_3(&args[1..]),
         Some("kernel-7.3") => kernel::kernel_7_3(&args[1..]),
         Some("upstream") => upstream::upstream(&args[1..]),
+        Some("qemu") => qemu::qemu_command(&args[1..]),
         Some("tools") => tools::tools_command(&args[1..]),
         Some("fresh-machine") => fresh::fresh_machine(&args[1..]),
         Some("variant-tree") => repo_root().and_then(|root| variant::variant_tree(&root, &args[1..])),
@@ -493,7 +499,8 @@ fn main() -> ExitCode {
                   linux RELEASE | \
                   check-patches [--tree DIR] | api-7.3 [--tree DIR] | \
                   kernel-7.3 [--without-project] [x86_64|arm64]... | \
-                  upstream [--tree DIR] [--patch FILE]... [--gsp-fault NAME|all]... [WHAT...] | \
+                  upstream [--tree DIR] [--patch FILE]... [--arch ARCH] [--ordering] [--gsp-fault NAME|all]... [WHAT...] | \
+                  qemu [aarch64|x86_64] [--plugin-header] | \
                   tools list | tools ensure [--all] [--probe] [TOOL...] | \
                   fresh-machine [--full | -- RUN_ARGS...]"
             .into()),

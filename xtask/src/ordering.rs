@@ -48,6 +48,9 @@ use crate::linux::{
     debian_mirror, //
 };
 
+/// The target directory, under `target/`, of the traced aarch64 programs: the shim's
+/// `trace` feature, which no other build may get.
+const TRACE_TARGET: &str = "aarch64-trace";
 /// How long one traced run may take before it is taken to hang.
 const RUN_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -168,10 +171,12 @@ fn plugin(repo: &Path) -> Result<PathBuf, String> {
     Ok(so)
 }
 
-/// Builds `bin` of the crate at `manifest` for aarch64 with the shim's marks; returns the
+/// Builds `bin` of the crate at `manifest` for aarch64 with Debian's rustc and std
+/// source, in `target/<target_dir>`, with `envs` (the shim's marks, flags); returns the
 /// executable.
-fn build_aarch64(
+pub(crate) fn build_aarch64(
     repo: &Path,
+    target_dir: &str,
     manifest: &Path,
     bin: &str,
     features: &[&str],
@@ -183,7 +188,7 @@ fn build_aarch64(
             "/usr/bin/rustc is missing: install Debian's rustc-web and rust-web-src".into(),
         );
     }
-    let target_dir = repo.join("target/aarch64-trace");
+    let target_dir = repo.join("target").join(target_dir);
     let path = format!("/usr/bin:{}", env::var("PATH").unwrap_or_default());
     let mut cmd = crate::tools::command("cargo")?;
     cmd.args([
@@ -351,7 +356,14 @@ pub(crate) fn ordering_trace(args: &[String]) -> Result<bool, String> {
     };
     let repo = repo()?;
     let plugin = plugin(&repo)?;
-    let binary = build_aarch64(&repo, &repo.join("tests/trace"), "vgsp-trace", &[], &[])?;
+    let binary = build_aarch64(
+        &repo,
+        TRACE_TARGET,
+        &repo.join("tests/trace"),
+        "vgsp-trace",
+        &[],
+        &[],
+    )?;
     let checker = checker(&repo)?;
     let dir = repo.join("target/trace");
     let t = Instant::now();
@@ -403,6 +415,7 @@ pub(crate) fn upstream_ordering(tree: &Path, name: &str) -> Result<String, Strin
     let plugin = plugin(&repo)?;
     let binary = build_aarch64(
         &repo,
+        TRACE_TARGET,
         &repo.join("tests/upstream"),
         "vgsp-upstream",
         &["trace"],

@@ -3,14 +3,16 @@
 //! Every program and file the project's commands need, and where each comes from.
 //!
 //! [`TOOLS`] is the one table: a program (looked up in `PATH`) or a file (an absolute
-//! path), and the Debian package, rustup component or crate that provides it. Every
-//! command spawns an external program through [`command`] or [`path`], which make sure it
-//! is there first: a missing one is installed when running as root (`apt-get install`,
-//! `rustup component add`, `cargo install --locked`), else the error names the package
-//! and the command that installs it. So no step depends on an earlier step having
-//! installed what it runs. `tests/run.sh` asks for its own programs the same way
-//! (`cargo xtask tools ensure TOOL...`), and a test checks that every program the xtask
-//! sources and the test command run is in the table.
+//! path), and the Debian package, rustup component or crate that provides it, or a program
+//! xtask fetches from Debian's sid into the project's private root (QEMU 11, see
+//! [`crate::qemu`]). Every command spawns an external program through [`command`] or
+//! [`path`], which make sure it is there first: a missing one is installed when running as
+//! root (`apt-get install`, `rustup component add`, `cargo install --locked`), else the
+//! error names the package and the command that installs it; a private-root program is
+//! fetched into the cache as any user, the system untouched. So no step depends on an
+//! earlier step having installed what it runs. `tests/run.sh` asks for its own programs
+//! the same way (`cargo xtask tools ensure TOOL...`), and a test checks that every program
+//! the xtask sources and the test command run is in the table.
 //!
 //! `cargo xtask tools list` prints the table; `cargo xtask tools ensure [--all] [--probe]
 //! [TOOL...]` makes sure the named tools (or all of them) are there, and with `--probe`
@@ -39,12 +41,17 @@ pub(crate) enum Source {
     Rustup(&'static str),
     /// A crate installed with `cargo install --locked` into cargo's own `bin`.
     Crate(&'static str),
+    /// A binary package of Debian's sid, fetched with what it needs into the project's
+    /// private root in the cache by xtask ([`crate::qemu`]), and started through that
+    /// root's loader ([`command`]).
+    Sid(&'static str),
 }
 
 /// One program or file, and what provides it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Tool {
-    /// A program's name, looked up in `PATH`, or a file's absolute path.
+    /// A program's name, looked up in `PATH`, or a file's absolute path; for a
+    /// [`Source::Sid`] program, the project's own name for it (it is not in `PATH`).
     pub(crate) name: &'static str,
     /// What provides it.
     pub(crate) source: Source,
@@ -57,6 +64,14 @@ const fn deb(name: &'static str, package: &'static str) -> Tool {
         name,
         source: Source::Debian(package),
         probe: &["--version"],
+    }
+}
+
+const fn sid(name: &'static str, package: &'static str) -> Tool {
+    Tool {
+        name,
+        source: Source::Sid(package),
+        probe: &["-version"],
     }
 }
 
@@ -105,6 +120,10 @@ pub(crate) const TOOLS: &[Tool] = &[
     // The machines the kernels boot on.
     deb("qemu-system-x86_64", "qemu-system-x86"),
     deb("qemu-system-aarch64", "qemu-system-arm"),
+    // QEMU 11 from sid in the private root (`cargo xtask qemu`): `vfio-user-pci` for the
+    // emulated GPU's guests, arm64 above all (REFERENCE §11).
+    sid("qemu-11-system-aarch64", "qemu-system-arm"),
+    sid("qemu-11-system-x86_64", "qemu-system-x86"),
     // The fresh-machine check (`cargo xtask fresh-machine`).
     deb("debootstrap", "debootstrap"),
     deb("unshare", "util-linux"),
@@ -130,6 +149,8 @@ pub(crate) const TOOLS: &[Tool] = &[
         source: Source::Crate("cargo-fuzz"),
         probe: &["fuzz", "--version"],
     },
+    // The fuzz targets' libFuzzer (libfuzzer-sys builds its C++ sources with `c++`).
+    deb("c++", "g++"),
     // Files: headers and libraries the builds read.
     file("/usr/lib/rustlib/src/rust/library/core", "rust-web-src"),
     file(
@@ -146,10 +167,17 @@ pub(crate) fn entry(name: &str) -> Option<&'static Tool> {
     TOOLS.iter().find(|t| t.name == name)
 }
 
-/// Returns where `name` is: the file itself for a path, else the first match in `PATH`.
-/// A rustup component's program is there only when it runs: rustup installs a proxy for
-/// every component, installed or not.
+/// Returns where `name` is: the file itself for a path, a private-root program in its
+/// root, else the first match in `PATH`. A rustup component's program is there only when
+/// it runs: rustup installs a proxy for every component, installed or not.
 fn locate(name: &str) -> Option<PathBuf> {
+    if let Some(Tool {
+        source: Source::Sid(package),
+        ..
+    }) = entry(name)
+    {
+        return crate::qemu::installed(package);
+    }
     if name.starts_with('/') {
         return Path::new(name).exists().then(|| PathBuf::from(name));
     }
@@ -232,6 +260,10 @@ fn install_hint(sources: &[Source]) -> String {
             Source::Debian(p) => debs.push(*p),
             Source::Rustup(c) => rest.push(format!("rustup component add {c}")),
             Source::Crate(c) => rest.push(format!("cargo install --locked {c}")),
+            Source::Sid(p) => rest.push(format!(
+                "cargo xtask qemu {}",
+                crate::qemu::arch_of(p).unwrap_or(p)
+            )),
         }
     }
     if !debs.is_empty() {
@@ -240,12 +272,13 @@ fn install_hint(sources: &[Source]) -> String {
     rest.join("; ")
 }
 
-/// Makes sure every tool of `names` is there: as root, installs what provides the
-/// missing ones; else fails naming them.
+/// Makes sure every tool of `names` is there: fetches the missing private-root ones; as
+/// root, installs what provides the other missing ones; else fails naming them.
 ///
 /// # Errors
 ///
 /// - A name is not in [`TOOLS`] (a programming error, named).
+/// - A private-root fetch fails (as [`crate::qemu::root`]).
 /// - A tool is missing and this is not root: the message names the packages and the
 ///   command that installs them.
 /// - An install fails, or leaves the tool missing.
@@ -257,6 +290,13 @@ pub(crate) fn ensure(names: &[&str]) -> Result<(), String> {
             missing.push(tool);
         }
     }
+    // Into the cache, as any user: nothing of the system changes.
+    for tool in &missing {
+        if let Source::Sid(package) = tool.source {
+            crate::qemu::ensure_package(package)?;
+        }
+    }
+    missing.retain(|t| !matches!(t.source, Source::Sid(_)));
     if missing.is_empty() {
         return Ok(());
     }
@@ -279,7 +319,7 @@ pub(crate) fn ensure(names: &[&str]) -> Result<(), String> {
         sources
             .iter()
             .map(|s| match s {
-                Source::Debian(p) | Source::Rustup(p) | Source::Crate(p) => *p,
+                Source::Debian(p) | Source::Rustup(p) | Source::Crate(p) | Source::Sid(p) => *p,
             })
             .collect::<Vec<_>>()
             .join(" "),
@@ -302,7 +342,7 @@ pub(crate) fn ensure(names: &[&str]) -> Result<(), String> {
                 Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
                     .args(["install", "-q", "--locked", c]),
             )?,
-            Source::Debian(_) => {}
+            Source::Debian(_) | Source::Sid(_) => {}
         }
     }
     match missing.iter().find(|t| locate(t.name).is_none()) {
@@ -325,12 +365,22 @@ pub(crate) fn path(name: &str) -> Result<PathBuf, String> {
     locate(name).ok_or_else(|| format!("{name} is missing"))
 }
 
-/// Returns a [`Command`] for the program `name`, made sure of first ([`ensure`]).
+/// Returns a [`Command`] for the program `name`, made sure of first ([`ensure`]); a
+/// private-root program's starts it through its root's loader ([`crate::qemu::system`]).
 ///
 /// # Errors
 ///
 /// As [`ensure`].
 pub(crate) fn command(name: &str) -> Result<Command, String> {
+    if let Some(Tool {
+        source: Source::Sid(package),
+        ..
+    }) = entry(name)
+    {
+        let arch = crate::qemu::arch_of(package)
+            .ok_or_else(|| format!("xtask fetches no {package} from sid"))?;
+        return crate::qemu::system(arch);
+    }
     Ok(Command::new(path(name)?))
 }
 
@@ -340,9 +390,13 @@ pub(crate) fn command(name: &str) -> Result<Command, String> {
 ///
 /// # Panics
 ///
-/// In debug builds, when `name` is not in [`TOOLS`] (a programming error).
+/// In debug builds, when `name` is not in [`TOOLS`] or is a private-root program, which
+/// starts only through [`command`] (a programming error).
 pub(crate) fn known(name: &str) -> Command {
-    debug_assert!(entry(name).is_some(), "{name} is not in TOOLS");
+    debug_assert!(
+        entry(name).is_some_and(|t| !matches!(t.source, Source::Sid(_))),
+        "{name} is not in TOOLS, or starts only through `tools::command`"
+    );
     Command::new(locate(name).unwrap_or_else(|| PathBuf::from(name)))
 }
 
@@ -356,6 +410,7 @@ pub(crate) fn tools_command(args: &[String]) -> Result<bool, String> {
                     Source::Debian(p) => format!("Debian {p}"),
                     Source::Rustup(c) => format!("rustup component {c}"),
                     Source::Crate(c) => format!("crate {c}"),
+                    Source::Sid(p) => format!("Debian sid {p}, in xtask's private root"),
                 };
                 println!("{}\t{from}", t.name);
             }
@@ -386,7 +441,11 @@ pub(crate) fn tools_command(args: &[String]) -> Result<bool, String> {
                     println!("tool {name}: present");
                     continue;
                 }
-                let out = Command::new(&at)
+                let mut cmd = match tool.source {
+                    Source::Sid(_) => command(name)?,
+                    _ => Command::new(&at),
+                };
+                let out = cmd
                     .args(tool.probe)
                     .stdin(Stdio::null())
                     .output()
@@ -472,10 +531,8 @@ mod tests {
                 );
             }
         }
-        assert!(
-            asked.contains(&"qemu-system-x86_64"),
-            "the scan found {asked:?}"
-        );
+        // The scan sees the calls: fresh.rs asks for debootstrap this way.
+        assert!(asked.contains(&"debootstrap"), "the scan found {asked:?}");
         for name in asked.iter().filter(|n| !n.contains('{')) {
             assert!(
                 entry(name).is_some(),

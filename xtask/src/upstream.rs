@@ -32,12 +32,14 @@
 //!    and decides the trace ([`crate::ordering`]): one line per missing ordering at the
 //!    tree's source line, and `ordering C defects (contract), A defects (arm64)` in the
 //!    summary. Defects are findings about the tree, not failures.
-//! 7. `boot` (only when named) builds the kernel's image too and boots it under
-//!    `qemu-system-x86_64` against the emulated GH100 whose GSP is ours ([`crate::boot`]):
-//!    a `boot:` line per stage and `boot ok` or `boot FAIL` in the summary. With
+//! 7. `boot` (only when named) builds the kernel's image too and boots it under QEMU 11
+//!    against the emulated GH100 whose GSP is ours ([`crate::boot`]): a `boot:` line per
+//!    stage and `boot ok` or `boot FAIL` in the summary. `--arch arm64` builds and boots
+//!    the arm64 kernel (a `virt` machine, 2 vCPUs) instead of x86_64's. With
 //!    `--gsp-fault NAME` (repeatable, or `all`), one more boot per fault, the GSP
 //!    misbehaving as named, and one `gsp-fault NAME: …` row of what the driver did:
-//!    findings, not failures.
+//!    findings, not failures. With `--ordering` (arm64), the boot is traced and the
+//!    ordering of the code the kernel compiled decided ([`crate::kernel_trace`]).
 //! 8. `replay IMAGE [--rptr N]` (alone): the tree's receive over a `gspq` image, printing
 //!    exactly the lines `vgsp-tool replay-gspq` prints for ours.
 //!
@@ -93,6 +95,11 @@ struct Options {
     series: bool,
     /// `replay IMAGE [--rptr N]`: the image and its options.
     replay: Option<Vec<String>>,
+    /// The architecture `kernel` and `boot` build and boot (`--arch`, x86_64 by default).
+    arch: Arch,
+    /// Whether the arm64 boot traces nova-core's accesses and decides their ordering
+    /// (`--ordering`).
+    boot_ordering: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -103,6 +110,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
         faults: Vec::new(),
         series: false,
         replay: None,
+        arch: Arch::X86_64,
+        boot_ordering: false,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -117,6 +126,12 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     &Path::new(env!("CARGO_MANIFEST_DIR")).join("../upstream"),
                 )?);
             }
+            "--arch" => {
+                let name = args.next().ok_or("--arch needs x86_64 or arm64")?;
+                opts.arch =
+                    Arch::parse(name).ok_or_else(|| format!("--arch {name}: x86_64 or arm64"))?;
+            }
+            "--ordering" => opts.boot_ordering = true,
             "--gsp-fault" => opts.faults.push(
                 args.next()
                     .ok_or("--gsp-fault needs a fault's name, or all")?
@@ -310,7 +325,7 @@ fn build(repo: &Path, tree: &Path) -> Result<PathBuf, Vec<String>> {
 /// `cargo xtask upstream [--tree DIR] [--patch FILE]... [WHAT...]`.
 pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
     let opts = parse(args).map_err(|e| {
-        format!("{e}\nusage: cargo xtask upstream [--tree DIR] [--patch FILE|--series]... [--gsp-fault NAME|all]... [WHAT...|replay IMAGE [--rptr N]]")
+        format!("{e}\nusage: cargo xtask upstream [--tree DIR] [--patch FILE|--series]... [--arch x86_64|arm64] [--ordering] [--gsp-fault NAME|all]... [WHAT...|replay IMAGE [--rptr N]]")
     })?;
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -353,6 +368,15 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
     if !opts.faults.is_empty() && !boot {
         return Err("--gsp-fault plays a fault in a boot: add `boot` to WHAT".into());
     }
+    if opts.boot_ordering && !(boot && opts.arch == Arch::Arm64) {
+        return Err(
+            "--ordering traces nova-core in the arm64 kernel's boot: add `boot --arch arm64`"
+                .into(),
+        );
+    }
+    if opts.arch != Arch::X86_64 && !(kernel || boot) {
+        return Err("--arch chooses the kernel `kernel` and `boot` build: add one of them".into());
+    }
     let ordering = opts.what.iter().any(|w| w == "ordering");
     let checks: Vec<&String> = opts
         .what
@@ -362,14 +386,21 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
     let mut summary = None;
     let mut boot_failed = false;
     if kernel || boot {
-        let built = build_in_kernel(&tree, &built_from, &name, boot)?;
-        if let (true, Some(image)) = (boot, built.image) {
-            let ok = boot_gh100(&repo, &built.tools, &image, &name)?;
-            boot_failed = !ok;
-            let mut line = format!("{name}: boot {}", if ok { "ok" } else { "FAIL" });
+        let built = build_in_kernel(&tree, &built_from, &name, boot, opts.arch)?;
+        if let (true, Some(image)) = (boot, &built.image) {
+            let what = match opts.arch {
+                Arch::X86_64 => "boot".to_string(),
+                arch => format!("{} boot", arch.name()),
+            };
+            let ok = boot_gh100(&repo, &built, image, &name, opts.boot_ordering)?;
+            boot_failed = !ok.booted;
+            let mut line = format!("{name}: {what} {}", if ok.booted { "ok" } else { "FAIL" });
             if !opts.faults.is_empty() {
-                let (run, accepted) = fault_table(&repo, &built.tools, &image, &opts.faults)?;
+                let (run, accepted) = fault_table(&repo, &built, image, opts.arch, &opts.faults)?;
                 line += &format!(", gsp-fault {run} run, {accepted} accepted");
+            }
+            if let Some(figures) = ok.ordering {
+                line += &format!(", {figures}");
             }
             summary = Some(line);
         }
@@ -452,17 +483,37 @@ fn in_kernel_hint(tree: &Path, release: &str) -> String {
     )
 }
 
+/// Writes the initramfs of a boot (the guest's init) into `dir`; returns its path.
+fn initramfs_in(built: &Built, dir: &Path) -> Result<PathBuf, String> {
+    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let initrd = dir.join("initramfs.cpio");
+    let init = built.tools.init();
+    let init = fs::read(init).map_err(|e| format!("{}: {e}", init.display()))?;
+    fs::write(&initrd, boot::initramfs(&init)).map_err(|e| format!("{}: {e}", initrd.display()))?;
+    Ok(initrd)
+}
+
+/// Returns the directory of a boot's logs: `target/upstream/boot` for x86_64,
+/// `target/upstream/boot-arm64` for arm64.
+fn boot_dir(repo: &Path, arch: Arch) -> PathBuf {
+    match arch {
+        Arch::X86_64 => repo.join("target/upstream/boot"),
+        arch => repo.join(format!("target/upstream/boot-{}", arch.name())),
+    }
+}
+
 /// Boots the tree's kernel `image` once per GSP fault of `asked` (`all`: every one) and
 /// prints one row each: what the driver did. Returns the faults run and how many of them
 /// the driver accepted (its probe succeeded).
 fn fault_table(
     repo: &Path,
-    tools: &boot::Tools,
+    built: &Built,
     image: &Path,
+    arch: Arch,
     asked: &[String],
 ) -> Result<(usize, usize), String> {
     println!("== boot --gsp-fault");
-    let known = boot::faults(tools)?;
+    let known = boot::faults(&built.tools)?;
     let mut faults = Vec::new();
     for name in asked {
         match name.as_str() {
@@ -478,14 +529,15 @@ fn fault_table(
     }
     let (mut run_count, mut accepted) = (0, 0);
     for fault in &faults {
-        let dir = repo.join("target/upstream/boot").join(fault);
-        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let initrd = dir.join("initramfs.cpio");
-        let init =
-            fs::read(tools.init()).map_err(|e| format!("{}: {e}", tools.init().display()))?;
-        fs::write(&initrd, boot::initramfs(&init))
-            .map_err(|e| format!("{}: {e}", initrd.display()))?;
-        let run = boot::run(tools, image, &initrd, &dir, Some(fault))?;
+        let dir = boot_dir(repo, arch).join(fault);
+        let initrd = initramfs_in(built, &dir)?;
+        let guest = boot::Guest {
+            arch,
+            image,
+            initrd: &initrd,
+            qemu_args: Vec::new(),
+        };
+        let run = boot::run(&built.tools, &guest, &dir, Some(fault))?;
         if let Some(why) = run.runner.as_deref().filter(|w| !w.contains("did not end")) {
             return Err(format!(
                 "the boot with --gsp-fault {fault} could not run: {why}"
@@ -499,25 +551,55 @@ fn fault_table(
     Ok((run_count, accepted))
 }
 
+/// What a boot showed: whether the driver booted, and the ordering verdict's figures
+/// when it was traced.
+struct Booted {
+    booted: bool,
+    ordering: Option<String>,
+}
+
 /// Boots the tree's kernel `image` against the emulated GH100 and prints the verdict:
-/// a `boot:` line per stage; on a failure, the problems and the GSP's transcript.
-/// Returns whether the boot was good.
-fn boot_gh100(repo: &Path, tools: &boot::Tools, image: &Path, name: &str) -> Result<bool, String> {
+/// a `boot:` line per stage; on a failure, the problems and the GSP's transcript. With
+/// `ordering` (arm64), the boot is traced and the trace decided ([`crate::kernel_trace`]).
+fn boot_gh100(
+    repo: &Path,
+    built: &Built,
+    image: &Path,
+    name: &str,
+    ordering: bool,
+) -> Result<Booted, String> {
     println!("== boot");
-    let dir = repo.join("target/upstream/boot");
-    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let initrd = dir.join("initramfs.cpio");
-    let init = fs::read(tools.init()).map_err(|e| format!("{}: {e}", tools.init().display()))?;
-    fs::write(&initrd, boot::initramfs(&init)).map_err(|e| format!("{}: {e}", initrd.display()))?;
-    println!("xtask: upstream: booting {name}'s kernel against the emulated GH100");
-    let run = boot::run(tools, image, &initrd, &dir, None)?;
+    let dir = boot_dir(repo, built.arch);
+    let initrd = initramfs_in(built, &dir)?;
+    let trace = match ordering {
+        true => Some(crate::kernel_trace::prepare(repo, &built.build, &dir)?),
+        false => None,
+    };
+    let guest = boot::Guest {
+        arch: built.arch,
+        image,
+        initrd: &initrd,
+        qemu_args: trace.as_ref().map(|t| t.qemu_args()).unwrap_or_default(),
+    };
+    println!(
+        "xtask: upstream: booting {name}'s {} kernel against the emulated GH100",
+        built.arch.name()
+    );
+    let run = boot::run(&built.tools, &guest, &dir, None)?;
     let verdict = boot::verdict(&run);
     for line in &verdict.lines {
         println!("{line}");
     }
     println!("boot: {:.1} s from QEMU's start to its end", run.seconds);
+    let ordering = match &trace {
+        Some(trace) if verdict.problems.is_empty() => Some(trace.decide(&run)?),
+        _ => None,
+    };
     if verdict.problems.is_empty() {
-        return Ok(true);
+        return Ok(Booted {
+            booted: true,
+            ordering,
+        });
     }
     for problem in &verdict.problems {
         println!("boot FAIL: {problem}");
@@ -530,7 +612,10 @@ fn boot_gh100(repo: &Path, tools: &boot::Tools, image: &Path, name: &str) -> Res
         println!("    {line}");
     }
     println!("boot: the console: {}", dir.join("boot.log").display());
-    Ok(false)
+    Ok(Booted {
+        booted: false,
+        ordering: None,
+    })
 }
 
 /// Runs the receive of `tree` (the queue's source: the tree named, or its patched scratch
@@ -574,7 +659,7 @@ const FUZZ_RUNS: u64 = 20_000;
 /// stops at the first, with the input saved, which is printed as a finding).
 fn fuzz_receive(repo: &Path, tree: &Path) -> Result<(u64, u64), String> {
     println!("== fuzz");
-    crate::tools::ensure(&["cargo-fuzz"])?;
+    crate::tools::ensure(&["cargo-fuzz", "c++"])?;
     let have_nightly = crate::tools::command("cargo")?
         .args(["+nightly", "fuzz", "--version"])
         .output()
@@ -648,8 +733,13 @@ fn fuzz_receive(repo: &Path, tree: &Path) -> Result<(u64, u64), String> {
 }
 
 /// Builds the tree's nova-core (patched, if `built_from` is the scratch tree) in the
-/// kernel itself, x86_64, `CONFIG_NOVA_CORE=y` on the kernel tier's configuration without
-/// the project: the tree's own build of the driver, every warning of it a failure.
+/// kernel itself, for `arch`, `CONFIG_NOVA_CORE=y` on the kernel tier's configuration of
+/// `arch` without the project: the tree's own build of the driver, every warning of it a
+/// failure.
+///
+/// The kernel tier's build directory is not shared: its configuration has the project's
+/// options, which this kernel must not have (upstream's driver alone, as a user builds
+/// it); one tree's build per architecture is kept instead.
 ///
 /// The source is a tree of hard links to `pristine` whose `drivers/gpu/nova-core` is
 /// `built_from`'s: the tree's own `rust/`, Kconfig and Makefiles, whatever its release.
@@ -660,6 +750,7 @@ pub(crate) fn build_in_kernel(
     built_from: &Path,
     name: &str,
     image: bool,
+    arch: Arch,
 ) -> Result<Built, String> {
     println!("== kernel");
     let progress = Progress::new("upstream");
@@ -669,11 +760,12 @@ pub(crate) fn build_in_kernel(
         .to_path_buf();
     let cache = linux::cache()?;
     let _lock = tier::lock(&cache, progress)?;
-    let tools = boot::tools(&repo, progress)?;
+    let tools = boot::tools(&repo, arch, progress)?;
     // Built into the kernel: written under the lock, as the build that reads them.
     let firmware_dir = cache.join("gh100-firmware");
     let firmware_files = boot::firmware(&tools, &firmware_dir)?;
-    tier::ensure_build_tools(&[Arch::X86_64], image)?;
+    // QEMU 11 is fetched by the boot itself ([`crate::qemu`]).
+    tier::ensure_build_tools(&[arch], false)?;
     let bindgen = tier::ensure_bindgen(&cache, progress)?;
     let nova = "drivers/gpu/nova-core";
     // The source: hard links to the pristine tree, nova-core replaced by the one built;
@@ -705,15 +797,17 @@ pub(crate) fn build_in_kernel(
     // The build directory belongs to the pristine tree: one patch set after another only
     // rebuilds nova-core (the copy above gave its files new modification times, so make
     // cannot take the other set's objects for built).
-    let tree = Tree::new(Arch::X86_64, &scratch, &cache, bindgen, progress)
-        .in_build(dir.join("build-x86_64"));
-    let fragment: String = api::fragment(&repo, Arch::X86_64, false)?
+    let tree = Tree::new(arch, &scratch, &cache, bindgen, progress)
+        .in_build(dir.join(format!("build-{}", arch.name())));
+    let fragment: String = api::fragment(&repo, arch, false)?
         .lines()
         .filter(|l| !l.contains("CONFIG_NOVA_CORE"))
         .map(|l| format!("{l}\n"))
         .collect();
     tree.ensure_configured(
-        &(fragment + "CONFIG_NOVA_CORE=y\n" + &boot::boot_fragment(&firmware_dir, &firmware_files)),
+        &(fragment
+            + "CONFIG_NOVA_CORE=y\n"
+            + &boot::boot_fragment(arch, &firmware_dir, &firmware_files)),
     )?;
     tree.build_rust()?;
     let log = tree.build.join("build-nova-core.log");
@@ -739,19 +833,28 @@ pub(crate) fn build_in_kernel(
         )),
         (Ok(()), None) => {
             println!(
-                "kernel: {name}'s nova-core builds in the tree with CONFIG_NOVA_CORE=y, no warning"
+                "kernel: {name}'s nova-core builds in the tree for {} with CONFIG_NOVA_CORE=y, \
+                 no warning",
+                arch.name()
             );
             let image = match image {
                 true => Some(build_image(&tree, progress)?),
                 false => None,
             };
-            Ok(Built { tools, image })
+            Ok(Built {
+                tools,
+                image,
+                arch,
+                build: tree.build.clone(),
+            })
         }
         (Ok(()), Some(report)) => Err(format!(
-            "{name}'s nova-core builds with CONFIG_NOVA_CORE=y but warns: {report}"
+            "{name}'s nova-core builds for {} with CONFIG_NOVA_CORE=y but warns: {report}",
+            arch.name()
         )),
         (Err(e), report) => Err(format!(
-            "{name}'s nova-core does not build with CONFIG_NOVA_CORE=y: {e}\n{}",
+            "{name}'s nova-core does not build for {} with CONFIG_NOVA_CORE=y: {e}\n{}",
+            arch.name(),
             report.unwrap_or_else(|| api::tail(&log, 20))
         )),
     }
@@ -772,24 +875,28 @@ pub(crate) fn tree_cache(cache: &Path, tree: &Path) -> Result<PathBuf, String> {
         .join(format!("{release}-{}", &hash[..12])))
 }
 
-/// What [`build_in_kernel`] built: the emulated GPU's tools, and the kernel's image when
-/// asked for.
+/// What [`build_in_kernel`] built: the emulated GPU's tools, the kernel's image when asked
+/// for, its architecture and its build directory (`vmlinux`, `System.map`).
 pub(crate) struct Built {
     tools: boot::Tools,
     image: Option<PathBuf>,
+    arch: Arch,
+    build: PathBuf,
 }
 
-/// Builds the kernel's image (`bzImage`) in `tree`'s build directory; returns its path.
+/// Builds the kernel's image (`bzImage`, `Image`) in `tree`'s build directory; returns its
+/// path.
 fn build_image(tree: &Tree, progress: Progress) -> Result<PathBuf, String> {
+    let (target, path) = tree.arch.image();
     let log = tree.build.join("build-image.log");
     progress.say(&format!(
         "building the kernel's image (cold: minutes); log: {}",
         log.display()
     ));
     tier::run_logged(
-        tree.make().arg(format!("-j{}", api::jobs())).arg("bzImage"),
+        tree.make().arg(format!("-j{}", api::jobs())).arg(target),
         &log,
-        "bzImage",
+        target,
         progress,
     )
     .map_err(|e| {
@@ -798,5 +905,5 @@ fn build_image(tree: &Tree, progress: Progress) -> Result<PathBuf, String> {
             api::tail(&log, 20)
         )
     })?;
-    Ok(tree.build.join("arch/x86/boot/bzImage"))
+    Ok(tree.build.join(path))
 }

@@ -2,11 +2,11 @@
 
 //! What a PCI function model offers a transport, in three small traits: its config space
 //! ([`ConfigSpace`]), its BARs ([`Bar`]) and the guest's RAM it reaches by DMA
-//! ([`GuestRam`]), gathered by [`PciFunction`]. The transport of today is QEMU's proxy
-//! device ([`crate::proxy`]); QEMU's `vfio-user-pci` would carry the same model.
+//! ([`GuestRam`]), gathered by [`PciFunction`]. The transport, QEMU's `vfio-user-pci`
+//! ([`crate::vfio`]), knows the model only through them.
 //!
-//! [`MappedRam`] is the guest's RAM as fd regions mapped into this process, which both
-//! transports hand over the same way.
+//! [`MappedRam`] is the guest's RAM as fd regions mapped into this process, as the
+//! transport hands them over.
 
 use std::{
     io,
@@ -24,6 +24,9 @@ use kernel::dma::DmaView;
 
 /// A PCI function's configuration space.
 pub trait ConfigSpace {
+    /// Its size in bytes: 256 for a conventional function, 4096 with PCI Express's extended
+    /// space.
+    fn size(&self) -> u32;
     /// Reads `len` bytes (1, 2 or 4) at `addr`.
     fn read(&mut self, addr: u32, len: u32) -> u32;
     /// Writes the low `len` bytes of `val` at `addr`, as far as the header lets them.

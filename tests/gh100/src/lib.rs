@@ -5,9 +5,9 @@
 //!
 //! The modules follow the hardware and its plumbing:
 //!
-//! - [`device`]: the traits a PCI function model offers a transport (config space, BAR,
+//! - [`device`]: the traits a PCI function model offers its transport (config space, BAR,
 //!   guest RAM), and the guest's RAM mapped from fds;
-//! - [`proxy`]: the transport, QEMU's multi-process proxy device (`x-pci-proxy-dev`);
+//! - [`vfio`]: the transport, vfio-user (QEMU ≥ 10.1's `vfio-user-pci`, every target);
 //! - [`pci`]: the GH100's config header;
 //! - [`regs`]: the BAR0 registers nova-core 7.3 uses on its way to the GSP, named;
 //! - [`fsp`]: the FSP's EMEM, queues and messages;
@@ -23,5 +23,5 @@ pub mod fmc;
 pub mod fsp;
 pub mod gh100;
 pub mod pci;
-pub mod proxy;
 pub mod regs;
+pub mod vfio;

@@ -7,8 +7,9 @@
 //! matches any NVIDIA function of class VGA or 3D), and one BAR, BAR0, a 32-bit
 //! non-prefetchable memory BAR of 16 MiB (what nova-core maps). The other BARs are not
 //! implemented (they read 0 and size to 0), and the function has no capability and no
-//! interrupt pin: nova-core 7.3 polls. QEMU's proxy learns the BARs by writing all ones and
-//! reading back, as any BIOS does, so the header masks BAR writes by their size.
+//! interrupt pin: nova-core 7.3 polls. The header masks BAR writes by their size, so that
+//! writing all ones and reading back sizes a BAR, as any BIOS does; the vfio-user
+//! transport sizes them that way to describe its regions.
 
 use crate::device::ConfigSpace;
 
@@ -29,6 +30,8 @@ const BAR0: usize = 0x10;
 const SUBSYSTEM_VENDOR: usize = 0x2c;
 /// The header's size: everything above reads 0 (no capabilities, no extended space).
 const HEADER: usize = 0x40;
+/// The config space's size: a conventional function's, without PCI Express's extended space.
+pub const CONFIG_SIZE: u32 = 256;
 /// The command register's bits the function implements: I/O space, memory space, bus
 /// master, and INTx disable.
 const COMMAND_WRITABLE: u16 = 0x0007 | 0x0400;
@@ -85,9 +88,13 @@ impl Header {
 }
 
 impl ConfigSpace for Header {
+    fn size(&self) -> u32 {
+        CONFIG_SIZE
+    }
+
     fn read(&mut self, addr: u32, len: u32) -> u32 {
         // CAST (both): a config-space offset and a width of at most 4 (the transport
-        // refuses others).
+        // splits wider accesses).
         let at = addr as usize;
         (0..len.min(4) as usize).fold(0, |v, i| {
             let byte = self.bytes.get(at + i).copied().unwrap_or(0);

@@ -38,6 +38,10 @@
 //!   may still be reading it), and before the store of its own write pointer that
 //!   publishes it (store→store).
 //!
+//! [`check`] decides both agents; [`check_driver`] the driver's alone, under the same
+//! rules, for a trace in which the GSP is not traced (nova-core in the arm64 kernel,
+//! [`crate::kernel`]).
+//!
 //! Each pair is then decided against the agent's preserved program order
 //! ([`crate::ppo`]), under two verdicts ([`Verdict`]). Each missing ordering is a
 //! [`Defect`], grouped by where it is in the source. Accesses of one location are
@@ -258,7 +262,7 @@ impl Class {
     /// Classifies an access of `size` bytes at `offset` into the shared memory; an access
     /// that covers a pointer (an 8-byte store initialising a header, say) is of that
     /// pointer.
-    fn of(offset: u64, size: u8) -> Self {
+    pub(crate) fn of(offset: u64, size: u8) -> Self {
         // CAST: offsets inside `GspMem` fit in `usize`.
         let off = offset as usize;
         let covers = |word: usize| (off..off + usize::from(size.max(1))).contains(&word);
@@ -296,8 +300,9 @@ impl Class {
     }
 
     /// The pointer's value in what a store of `size` bytes at `offset` read back (the
-    /// plugin keeps the first 8 bytes), if it is there.
-    fn stored(self, offset: u64, size: u8, value: u64) -> Option<u64> {
+    /// plugin keeps the first 8 bytes), if it is there. The same holds for the value a load
+    /// returned, where the plugin knows it (the system-mode plugin, [`crate::kernel`]).
+    pub(crate) fn stored(self, offset: u64, size: u8, value: u64) -> Option<u64> {
         // CAST: as above.
         let shift = self.word()?.checked_sub(offset as usize)?;
         (shift + 4 <= usize::from(size).min(8)).then(|| (value >> (8 * shift)) & 0xffff_ffff)
@@ -487,6 +492,27 @@ pub struct Defect {
     pub notes: Vec<Vec<Piece>>,
     /// Where: the pc whose source line the defect is reported at.
     pub at: u64,
+    /// The pc of the earlier access; 0 when there is none (a slot read that no pointer
+    /// load published).
+    pub earlier_pc: u64,
+    /// The pc of the later access.
+    pub later_pc: u64,
+}
+
+impl Defect {
+    /// The barrier that would order the pair, between the two accesses, under the
+    /// defect's verdict: Linux's DMA barrier and the instruction arm64 compiles it to.
+    pub fn remedy(&self) -> &'static str {
+        let load = |access: &str| access.starts_with("load");
+        match (load(&self.earlier), load(&self.later), self.verdict) {
+            (true, true, _) => "dma_mb(Read) (`dmb oshld`)",
+            (false, false, _) => "dma_mb(Write) (`dmb oshst`)",
+            (true, false, Verdict::Contract) => "dma_mb(Full) (`dmb osh`)",
+            // arm64 orders a load before later stores with `dmb oshld` already.
+            (true, false, Verdict::Arm64) => "dma_mb(Read) (`dmb oshld`) or dma_mb(Full)",
+            (false, true, _) => "dma_mb(Full) (`dmb osh`)",
+        }
+    }
 }
 
 /// What a check of a trace found.
@@ -837,6 +863,8 @@ fn check_agent(evs: &[Ev], agent: Agent, report: &mut Report) {
                 missing: missing.to_string(),
                 notes,
                 at: pc_of(&evs[at]),
+                earlier_pc: pc_of(&evs[earlier]),
+                later_pc: pc_of(&evs[later]),
             };
             let store = matches!(evs[i], Ev::Shared { store: true, .. });
             let found = match need {
@@ -848,6 +876,8 @@ fn check_agent(evs: &[Ev], agent: Agent, report: &mut Report) {
                     missing: "no load of the write pointer published this slot: the read is outside the published elements".into(),
                     notes: Vec::new(),
                     at: pc_of(&evs[i]),
+                    earlier_pc: 0,
+                    later_pc: pc_of(&evs[i]),
                 }),
                 Need::Freed(None) => Some(Defect {
                     verdict,
@@ -857,6 +887,8 @@ fn check_agent(evs: &[Ev], agent: Agent, report: &mut Report) {
                     missing: "no load of the read pointer showed this slot free: the store overwrites an element the other side may still read".into(),
                     notes: Vec::new(),
                     at: pc_of(&evs[i]),
+                    earlier_pc: 0,
+                    later_pc: pc_of(&evs[i]),
                 }),
                 Need::Published(Some(l)) => (after_wptr[i] < Some(l)).then(|| {
                     let notes = unordering_barriers(evs, l, i, verdict);
@@ -891,13 +923,31 @@ fn check_agent(evs: &[Ev], agent: Agent, report: &mut Report) {
     }
 }
 
-/// Checks a trace.
+/// Checks a trace of both agents: the driver's thread and the GSP's.
 ///
 /// # Errors
 ///
 /// A message naming what the trace lacks: the shared memory's region, one of the two
 /// agents, a pointer load's value.
 pub fn check(records: &[Record]) -> Result<Report, String> {
+    decide(records, true)
+}
+
+/// Checks the driver's side alone: the agent that publishes `cpuq` elements, under the
+/// same rules as [`check`]. For a trace in which the GSP is not traced: the emulated
+/// GH100 of `cargo xtask upstream boot --arch arm64 --ordering` runs in a process of its
+/// own, and its ordering is ours, decided by `cargo xtask ordering-trace`. Every record
+/// of another thread is left out.
+///
+/// # Errors
+///
+/// As [`check`], but a trace without the GSP's side is none.
+pub fn check_driver(records: &[Record]) -> Result<Report, String> {
+    decide(records, false)
+}
+
+/// Checks the driver's agent, and the GSP's when `gsp` says so.
+fn decide(records: &[Record], gsp: bool) -> Result<Report, String> {
     let size = core::mem::size_of::<GspMem>() as u64;
     let regions: Vec<u64> = records
         .iter()
@@ -936,12 +986,16 @@ pub fn check(records: &[Record]) -> Result<Report, String> {
     };
     let cpu = publisher(Queue::Cpuq)
         .ok_or("no thread published a cpuq element: the driver sent nothing")?;
-    let gsp = publisher(Queue::Gspq)
-        .ok_or("no thread published a gspq element: the GSP answered nothing")?;
-    if cpu == gsp {
-        return Err(format!(
-            "thread {cpu} publishes both queues: the driver and the GSP must run on threads of their own"
-        ));
+    let mut agents = vec![(Agent::Cpu, cpu)];
+    if gsp {
+        let gsp = publisher(Queue::Gspq)
+            .ok_or("no thread published a gspq element: the GSP answered nothing")?;
+        if cpu == gsp {
+            return Err(format!(
+                "thread {cpu} publishes both queues: the driver and the GSP must run on threads of their own"
+            ));
+        }
+        agents.push((Agent::Gsp, gsp));
     }
     let mut report = Report {
         events: records.len(),
@@ -956,7 +1010,7 @@ pub fn check(records: &[Record]) -> Result<Report, String> {
             .count(),
         ..Report::default()
     };
-    for (agent, tid) in [(Agent::Cpu, cpu), (Agent::Gsp, gsp)] {
+    for (agent, tid) in agents {
         let mine: Vec<&Record> = records.iter().filter(|r| r.tid == tid).collect();
         let evs = decode(&mine, base, size)?;
         check_agent(&evs, agent, &mut report);

@@ -9,6 +9,8 @@
 //!   its arm64 instructions (recorded by the project's QEMU plugin, `tests/trace`) shows
 //!   between the accesses the ring protocol needs ordered, under Linux's DMA contract and
 //!   under arm64's architecture.
+//! - [`kernel`]: the driver's trace from the system-mode plugin (nova-core built into the
+//!   arm64 kernel), made into the trace [`compiled::check_driver`] decides.
 //! - `scenarios` (under `--cfg loom`): the unchanged driver and virtual GSP as two loom
 //!   threads over the model backend of the `kernel` shim, each execution's trace then
 //!   decided by the contract checker.
@@ -19,6 +21,7 @@
 
 pub mod compiled;
 pub mod contract;
+pub mod kernel;
 pub mod litmus;
 pub mod ppo;
 #[cfg(loom)]

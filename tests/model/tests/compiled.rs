@@ -23,6 +23,7 @@ use nova_core::gsp::fw::{
 use vgsp_model::{
     compiled::{
         check,
+        check_driver,
         parse,
         Agent,
         Class,
@@ -932,6 +933,55 @@ fn a_queue_nobody_publishes() {
     t.store_ptr(CPU, Class::WritePtr(Queue::Cpuq), 0);
     t.send(GSP, Queue::Gspq, 0..1, 1, correct(Site::GspPublish));
     refused(&t, "no thread published a cpuq element");
+}
+
+#[test]
+fn the_driver_alone_is_decided_without_the_gsp_s_records() {
+    let mut t = with(Site::CpuReceive, Fence::Nothing);
+    let both = run(&t);
+    t.records.retain(|r| r.tid != GSP);
+    let driver = check_driver(&t.records).unwrap();
+    let cpu: Vec<Defect> = both
+        .defects
+        .into_iter()
+        .filter(|d| d.agent == Agent::Cpu)
+        .collect();
+    assert!(!cpu.is_empty());
+    assert_eq!(driver.defects, cpu);
+    assert_eq!(driver.pairs.get(&Agent::Cpu), Some(&CPU_PAIRS));
+    assert_eq!(driver.pairs.get(&Agent::Gsp), None);
+}
+
+#[test]
+fn the_driver_alone_still_needs_the_driver_to_publish() {
+    let mut t = exchange(correct);
+    t.records.retain(|r| r.tid != CPU || r.kind == Kind::Region);
+    let err = check_driver(&t.records).unwrap_err();
+    assert!(err.contains("no thread published a cpuq element"), "{err}");
+}
+
+#[test]
+fn a_defect_names_its_two_accesses_and_the_barrier_that_orders_them() {
+    let (trace, report) = defects_at(
+        Site::CpuReceive,
+        Fence::Nothing,
+        &both(
+            Agent::Cpu,
+            "load gspq.tx.writePtr",
+            "load gspq slot",
+            "no load->load ordering",
+        ),
+    );
+    let wptr_load = pc_of(&trace, |r| {
+        r.kind == Kind::Load && r.addr == BASE + ptr_offset(Class::WritePtr(Queue::Gspq)) as u64
+    });
+    let slot_load = pc_of(&trace, |r| {
+        r.kind == Kind::Load && r.addr == BASE + slot_offset(Queue::Gspq, 0) as u64
+    });
+    for d in &report.defects {
+        assert_eq!((d.earlier_pc, d.later_pc), (wptr_load[0], slot_load[0]));
+        assert_eq!(d.remedy(), "dma_mb(Read) (`dmb oshld`)");
+    }
 }
 
 /// A record as the plugin writes it.

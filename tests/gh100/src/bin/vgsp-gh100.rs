@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `vgsp-gh100`: boots QEMU with an emulated GH100 behind its multi-process proxy device,
-//! this process being the device.
+//! `vgsp-gh100`: boots QEMU with an emulated GH100, this process being the device.
 //!
 //! ```text
 //! vgsp-gh100 --log FILE [--timeout SECS] [--memory MIB] [--gsp-fault NAME] -- QEMU_BINARY QEMU_ARGS...
@@ -9,12 +8,14 @@
 //! vgsp-gh100 --list-registers
 //! ```
 //!
-//! 1. Makes a connected Unix socket pair; QEMU inherits one end and is told of it with
-//!    `-device x-pci-proxy-dev,id=gh100,fd=N`; this process serves the other
-//!    ([`vgsp_gh100::proxy::serve`]) on a thread.
+//! 1. Serves the device on a thread over vfio-user (QEMU ≥ 10.1, any target): a socket in
+//!    a private temporary directory, named to QEMU as
+//!    `-device {"driver":"vfio-user-pci",…,"socket":{"path":…}}`
+//!    ([`vgsp_gh100::vfio::Listener`]).
 //! 2. Gives the guest `--memory` MiB (512 by default) of RAM QEMU can hand over:
 //!    `-m`, `-object memory-backend-memfd,…,share=on` and `-machine memory-backend=…`,
-//!    after the caller's arguments.
+//!    after the caller's arguments (QEMU merges the two `-machine` options, the caller's
+//!    `virt,…` or `pc,…` and this one).
 //! 3. Every line of QEMU's standard output and error goes to the log FILE; the device's
 //!    transcript (`gh100: …` lines) to standard output.
 //! 4. With `--gsp-fault`, the GSP misbehaves as [`vgsp_gh100::fault`] names.
@@ -26,10 +27,6 @@
 
 use std::{
     fs::File,
-    os::{
-        fd::AsRawFd,
-        unix::net::UnixStream, //
-    },
     process::{
         Command,
         ExitCode,
@@ -45,10 +42,7 @@ use std::{
 use vgsp_gh100::{
     fault::Fault,
     gh100::Gh100,
-    proxy::{
-        self,
-        Link, //
-    },
+    vfio, //
 };
 
 /// How long QEMU may take to end once it has closed the device's link.
@@ -110,12 +104,10 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
 
 fn run(args: Args) -> Result<bool, String> {
     let log = File::create(&args.log).map_err(|e| format!("{}: {e}", args.log))?;
-    let (ours, theirs) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
-    let fd = theirs.as_raw_fd();
-    // SAFETY: `fd` is open; clearing close-on-exec lets QEMU inherit it.
-    if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } != 0 {
-        return Err(format!("fcntl: {}", std::io::Error::last_os_error()));
-    }
+    let listener = vfio::Listener::bind().map_err(|e| format!("vfio-user socket: {e}"))?;
+    let device_arg = listener.device_arg();
+    // What ends the device's wait for a QEMU that never connects.
+    let waker = listener.waker();
     let (mib, fault) = (args.memory, args.fault);
     let mut qemu = Command::new(&args.qemu[0]);
     qemu.args(&args.qemu[1..])
@@ -124,17 +116,16 @@ fn run(args: Args) -> Result<bool, String> {
             "memory-backend-memfd,id=gh100-ram,size={mib}M,share=on"
         ))
         .args(["-machine", "memory-backend=gh100-ram", "-device"])
-        .arg(format!("x-pci-proxy-dev,id=gh100,fd={fd}"))
+        .arg(device_arg)
         .stdin(Stdio::null())
         .stdout(log.try_clone().map_err(|e| e.to_string())?)
         .stderr(log);
     let mut child = qemu
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", args.qemu[0]))?;
-    drop(theirs);
     let device = thread::spawn(move || {
         let mut gpu = Gh100::with_fault(fault);
-        let served = proxy::serve(&mut Link::new(ours), &mut gpu);
+        let served = listener.serve(&mut gpu);
         gpu.stop();
         served
     });
@@ -176,6 +167,7 @@ fn run(args: Args) -> Result<bool, String> {
     let Some(status) = status else {
         let _ = child.kill();
         let _ = child.wait();
+        waker.wake();
         if let Some(d) = device {
             let _ = d.join();
         }
@@ -186,6 +178,7 @@ fn run(args: Args) -> Result<bool, String> {
         return Ok(false);
     };
     if let Some(d) = device {
+        waker.wake();
         let served = d
             .join()
             .map_err(|_| "the device's thread panicked".to_string())?;
