@@ -37,7 +37,9 @@
 #      boots an emulated GH100 whose GSP is ours under QEMU 11 (vfio-user), x86_64 and
 #      arm64, and unloads (`cargo xtask upstream boot [--arch arm64]`: `boot ok`), and
 #      the table of what it does with each hostile GSP (`--gsp-fault all`: findings, none
-#      unrecognised);
+#      unrecognised); on arm64 the boot is traced and the ordering of the code the kernel
+#      compiled decided (`--ordering`): the series clean, 7.3's defects named, the series
+#      without its write barrier caught;
 #   9. ordering of the compiled code: our driver and GSP, and Linux 7.3's queue (pristine
 #      and with the series of upstream/), built for aarch64 with the shim's trace marks, traced
 #      under qemu-aarch64 with the project's QEMU plugin (tests/trace/plugin) and decided
@@ -361,23 +363,41 @@ if ((KERNEL)); then
         fail "a GSP fault's row is 'unknown': the boot's behaviour was not recognised"
     pass "boot: upstream's driver against the emulated GH100"
 
-    step "boot arm64: upstream's driver in its own arm64 kernel, as on Grace (cargo xtask upstream boot --arch arm64)"
-    # The same boots on a weakly ordered CPU: QEMU 11's virt machine, 2 vCPUs, the GPU
-    # over vfio-user.
-    VGSP_CACHE=$CACHE cargo xtask upstream --series boot --arch arm64 --gsp-fault all \
+    step "boot arm64: upstream's driver in its own arm64 kernel, as on Grace, and the ordering of what the kernel compiled (cargo xtask upstream boot --arch arm64 --ordering)"
+    # The same boots on a weakly ordered CPU (QEMU 11's virt machine, 2 vCPUs, the GPU over
+    # vfio-user), traced: nova-core's accesses of the shared memory and its barriers,
+    # decided by the contract and arm64 checkers at the kernel's own source lines.
+    VGSP_CACHE=$CACHE cargo xtask upstream --series boot --arch arm64 --ordering --gsp-fault all \
         >target/upstream-boot-arm64-patched.log 2>&1 ||
         { grep -v '^\[err\]' target/upstream-boot-arm64-patched.log | tail -n 60; fail "the upstream series: the arm64 boot"; }
-    grep -E '^(boot|gsp-fault)' target/upstream-boot-arm64-patched.log
-    grep -qE '^upstream 7\.3\.[0-9]+ \+series: arm64 boot ok, gsp-fault [1-9][0-9]* run, [0-9]+ accepted$' target/upstream-boot-arm64-patched.log ||
-        fail "the upstream series' arm64 boot summary is not 'arm64 boot ok, gsp-fault N run, A accepted'"
-    VGSP_CACHE=$CACHE cargo xtask upstream boot --arch arm64 --gsp-fault all >target/upstream-boot-arm64.log 2>&1 ||
+    grep -E '^(boot|gsp-fault|ordering)' target/upstream-boot-arm64-patched.log
+    grep -qE '^upstream 7\.3\.[0-9]+ \+series: arm64 boot ok, gsp-fault [1-9][0-9]* run, [0-9]+ accepted, ordering \(arm64 kernel\): 0 defects \(contract\), 0 defects \(arm64\)$' target/upstream-boot-arm64-patched.log ||
+        fail "the upstream series' arm64 boot summary is not 'arm64 boot ok, gsp-fault N run, A accepted, ordering (arm64 kernel): 0 defects (contract), 0 defects (arm64)'"
+    VGSP_CACHE=$CACHE cargo xtask upstream boot --arch arm64 --ordering --gsp-fault all >target/upstream-boot-arm64.log 2>&1 ||
         { grep -v '^\[err\]' target/upstream-boot-arm64.log | tail -n 60; fail "upstream 7.3: the arm64 boot"; }
-    grep -E '^(boot|gsp-fault)' target/upstream-boot-arm64.log
+    grep -E '^(boot|gsp-fault|ordering)' target/upstream-boot-arm64.log | cut -c1-300
     tail -n 1 target/upstream-boot-arm64.log
-    grep -qE '^upstream 7\.3\.[0-9]+: arm64 boot ok, gsp-fault [1-9][0-9]* run, [0-9]+ accepted$' target/upstream-boot-arm64.log ||
-        fail "upstream 7.3's arm64 boot summary is not 'arm64 boot ok, gsp-fault N run, A accepted'"
+    grep -qE '^upstream 7\.3\.[0-9]+: arm64 boot ok, gsp-fault [1-9][0-9]* run, [0-9]+ accepted, ordering \(arm64 kernel\): [1-9][0-9]* defects \(contract\), [0-9]+ defects \(arm64\)$' target/upstream-boot-arm64.log ||
+        fail "upstream 7.3's arm64 boot summary is not 'arm64 boot ok, gsp-fault N run, A accepted, ordering (arm64 kernel): C defects (contract), A defects (arm64)'"
     ! grep -qE '^gsp-fault [a-z-]+: unknown$' target/upstream-boot-arm64.log ||
         fail "a GSP fault's row is 'unknown' on arm64: the boot's behaviour was not recognised"
+    # 7.3's defects as its kernel compiled them (the review thread's, found in-kernel).
+    cmdq='at drivers/gpu/nova-core/gsp/cmdq\.rs:[0-9]+'
+    for defect in \
+        "cpu load gspq\.tx\.writePtr -> load gspq slot: no load->load ordering" \
+        "cpu store cpuq slot -> store cpuq\.tx\.writePtr: no store->store ordering; the .dmb ish. $cmdq comes after the pointer store" \
+        "cpu load gspq slot -> store cpuq\.rx\.readPtr: no load->store ordering; the .dmb ish. $cmdq is a CPU barrier"; do
+        grep -qE "^ordering defect \(contract\): $defect" target/upstream-boot-arm64.log ||
+            fail "the in-kernel trace no longer finds 7.3's defect: $defect"
+    done
+    # The series without one of its barriers: that defect, at its line.
+    VGSP_CACHE=$CACHE cargo xtask upstream --series --patch tests/trace/mutants/series-without-write-barrier.patch \
+        boot --arch arm64 --ordering >target/upstream-boot-arm64-mutant.log 2>&1 ||
+        { grep -v '^\[err\]' target/upstream-boot-arm64-mutant.log | tail -n 40; fail "the arm64 boot of the series without its write barrier"; }
+    grep -qE "^ordering defect \(contract\): cpu store cpuq slot -> store cpuq\.tx\.writePtr: no store->store ordering.* at drivers/gpu/nova-core/gsp/cmdq\.rs:[0-9]+;" \
+        target/upstream-boot-arm64-mutant.log ||
+        fail "the in-kernel trace does not name the series' write barrier, removed"
+    grep -E '^ordering: ' target/upstream-boot-arm64-mutant.log | tail -n 1
     pass "boot arm64: upstream's driver against the emulated GH100"
 fi
 

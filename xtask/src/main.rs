@@ -32,7 +32,7 @@
 //! [--tree DIR]`: the Linux 7.3 tree, any release Debian serves (7.2, 7.3~rc7, ...), and
 //! the patches of `upstream/` (see [`linux`]).
 //!
-//! `cargo xtask qemu [aarch64|x86_64] [--plugin-header]`: QEMU 11 from Debian's sid in a
+//! `cargo xtask qemu [aarch64|x86_64]`: QEMU 11 from Debian's sid in a
 //! private root in the cache, its version and the command that starts it (see [`qemu`]).
 //!
 //! `cargo xtask tools list|ensure`: the programs the commands run and where each comes
@@ -500,7 +500,7 @@ fn main() -> ExitCode {
                   check-patches [--tree DIR] | api-7.3 [--tree DIR] | \
                   kernel-7.3 [--without-project] [x86_64|arm64]... | \
                   upstream [--tree DIR] [--patch FILE]... [--arch ARCH] [--ordering] [--gsp-fault NAME|all]... [WHAT...] | \
-                  qemu [aarch64|x86_64] [--plugin-header] | \
+                  qemu [aarch64|x86_64] | \
                   tools list | tools ensure [--all] [--probe] [TOOL...] | \
                   fresh-machine [--full | -- RUN_ARGS...]"
             .into()),

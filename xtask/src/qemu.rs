@@ -8,8 +8,8 @@
 //! system changes: its apt sources, its packages and its libc stay as they are.
 //!
 //! The fetch, once per binary package:
-//! 1. A private apt configuration under `<cache>/apt-qemu` (`deb` and `deb-src` of sid
-//!    from the mirror the system's own sources name, Debian's keyring; an empty package
+//! 1. A private apt configuration under `<cache>/apt-qemu` (`deb` of sid from the
+//!    mirror the system's own sources name, Debian's keyring; an empty package
 //!    status, so apt takes nothing as installed and resolves every dependency).
 //! 2. `apt-get install --simulate --no-install-recommends` names the packages and
 //!    versions; `apt-get download` fetches the ones not yet in `<cache>/qemu-11/debs`.
@@ -28,10 +28,11 @@
 //! A root holds every binary package fetched so far, at one set of versions: fetching the
 //! second resolves both together.
 //!
-//! [`plugin_header`] fetches `include/qemu/qemu-plugin.h` of the same source version
-//! (`apt-get source --download-only`), cached as `<cache>/qemu-11/include/qemu-plugin.h`.
+//! No header of QEMU's comes from here: the registries serve QEMU 11.1's binary packages
+//! but not their source, so the project declares the plugin API it uses itself
+//! (`tests/trace/plugin/qemu-11/qemu-plugin.h`).
 //!
-//! `cargo xtask qemu [aarch64|x86_64] [--plugin-header]` makes sure of the root and prints
+//! `cargo xtask qemu [aarch64|x86_64]` makes sure of the root and prints
 //! the version, the root and the command line that starts QEMU.
 
 use std::{
@@ -68,10 +69,6 @@ const STAMP_PREFIX: &str = ".vgsp-";
 const VFIO_USER: &str = "vfio-user-pci";
 /// The source package of QEMU.
 const SOURCE: &str = "qemu";
-/// The header's path inside QEMU's source.
-const PLUGIN_HEADER: &str = "include/qemu/qemu-plugin.h";
-/// The environment variable naming a plugin header instead of the fetched one.
-const PLUGIN_HEADER_ENV: &str = "VGSP_QEMU_11_PLUGIN_H";
 /// The architecture used when none is named.
 const DEFAULT_ARCH: &str = "aarch64";
 
@@ -209,12 +206,6 @@ fn upstream_version(version: &str) -> &str {
     version.split(['+', '~']).next().unwrap_or(version)
 }
 
-/// Returns the name of QEMU's upstream tarball of the source version `version`
-/// (`qemu_11.1.3+ds.orig.tar.xz`).
-fn orig_tarball(version: &str) -> String {
-    format!("{SOURCE}_{}.orig.tar.xz", tarball_version(version))
-}
-
 /// Returns the source version of a binary package from its `Source` and `Version` fields
 /// (`dpkg-deb -f DEB Source Version`): the one in parentheses after the source's name
 /// when the binary's differs (a binNMU), else the binary's own.
@@ -330,11 +321,8 @@ impl Apt {
         let dir = linux::cache()?.join("apt-qemu");
         let mirror = linux::debian_mirror()?;
         let keyring = linux::KEYRING;
-        let list = format!(
-            "deb [signed-by={keyring}] {mirror} {SUITE} main\n\
-             deb-src [signed-by={keyring}] {mirror} {SUITE} main\n"
-        );
-        let mut opts = linux::private_apt(&dir, &list, &["src", "preferences.d"])?;
+        let list = format!("deb [signed-by={keyring}] {mirror} {SUITE} main\n");
+        let mut opts = linux::private_apt(&dir, &list, &["preferences.d"])?;
         // Nothing installed: every dependency is resolved, whatever the system has.
         let status = dir.join("status");
         fs::write(&status, "").map_err(|e| format!("{}: {e}", status.display()))?;
@@ -786,20 +774,6 @@ pub(crate) fn system(arch: &str) -> Result<Command, String> {
     command_in(&root(arch)?, target)
 }
 
-/// Returns the Debian version of QEMU's source the root's `arch` emulator comes from
-/// (`1:11.1.3+ds-1`), fetching it first if needed.
-///
-/// # Errors
-///
-/// As [`root`].
-pub(crate) fn source_version_of(arch: &str) -> Result<String, String> {
-    let target = Target::of_arch(arch)?;
-    let root = root(arch)?;
-    read_stamp(&root, target)
-        .map(|s| s.source)
-        .ok_or_else(|| format!("{} is unreadable", target.stamp(&root).display()))
-}
-
 /// Returns the `-version` line of `arch`'s QEMU 11 (`QEMU emulator version 11.1.3
 /// (Debian 1:11.1.3+ds-1)`), fetching it first if needed.
 ///
@@ -811,186 +785,15 @@ pub(crate) fn version(arch: &str) -> Result<String, String> {
     Ok(said.lines().next().unwrap_or_default().to_string())
 }
 
-/// Returns QEMU 11's plugin header, `include/qemu/qemu-plugin.h`, cached as
-/// `<cache>/qemu-11/include/qemu-plugin.h` with the source version it came from beside it.
-///
-/// The header of the emulators' own source version is fetched (sid's source package)
-/// when the mirror serves it. A mirror may serve a binary package without its source (a
-/// proxy of the registries caches what was asked of it): then the newest source of QEMU
-/// sid lists that the mirror serves gives the header, and this says so. A plugin records
-/// the API version it was built for; QEMU refuses one it does not support, by name, when
-/// it loads it, so a header too old cannot go unnoticed. `VGSP_QEMU_11_PLUGIN_H=<file>`
-/// names a header instead (its version is then the user's to vouch for).
-///
-/// # Errors
-///
-/// - As [`root`].
-/// - The mirror serves no source of QEMU sid lists, or its tarball has no header: the
-///   message names the mirror and the way around.
-pub(crate) fn plugin_header() -> Result<PathBuf, String> {
-    if let Some(h) = env::var_os(PLUGIN_HEADER_ENV) {
-        let h = PathBuf::from(h);
-        return match h.is_file() {
-            true => Ok(h),
-            false => Err(format!("{PLUGIN_HEADER_ENV}={} is not a file", h.display())),
-        };
-    }
-    let arch = TARGETS
-        .iter()
-        .find(|t| installed(t.package).is_some())
-        .map_or(DEFAULT_ARCH, |t| t.arch);
-    let version = source_version_of(arch)?;
-    let include = home()?.join("include");
-    let header = include.join("qemu-plugin.h");
-    let stamp = include.join(format!("{STAMP_PREFIX}{SOURCE}"));
-    // The stamp names the emulators' version, then the header's source if another.
-    let wanted = |v: &str| v.lines().next().is_some_and(|l| l.trim() == version);
-    if header.is_file() && fs::read_to_string(&stamp).is_ok_and(|v| wanted(&v)) {
-        return Ok(header);
-    }
-    let apt = Apt::new()?;
-    apt.update()?;
-    let upstream = upstream_version(&version);
-    let fix = format!(
-        "The plugin header of QEMU {upstream} comes from sid's source package of QEMU:          check that {} serves one, or set {PLUGIN_HEADER_ENV} to the {PLUGIN_HEADER} of          QEMU {upstream}.",
-        apt.mirror
-    );
-    let listed = parse_source_versions(&Apt::output(
-        crate::tools::command("apt-cache")?
-            .args(&apt.opts)
-            .args(["showsrc", SOURCE]),
-        &fix,
-    )?);
-    let mut tried = Vec::new();
-    for candidate in source_candidates(&version, &listed) {
-        match header_of_source(&apt, &candidate, &fix) {
-            Ok(text) => {
-                if candidate != version {
-                    eprintln!(
-                        "xtask: {} serves no source of {SOURCE} {version}; the plugin header \
-                         is {candidate}'s (QEMU refuses a plugin whose API version it does \
-                         not support, when it loads it)",
-                        apt.mirror
-                    );
-                }
-                fs::create_dir_all(&include).map_err(|e| format!("{}: {e}", include.display()))?;
-                let _ = fs::remove_file(&stamp);
-                fs::write(&header, text).map_err(|e| format!("{}: {e}", header.display()))?;
-                fs::write(&stamp, format!("{version}\n{candidate}\n"))
-                    .map_err(|e| format!("{}: {e}", stamp.display()))?;
-                return Ok(header);
-            }
-            Err(e) => tried.push(format!("{candidate}: {}", crate::kernel::last_lines(&e, 1))),
-        }
-    }
-    Err(format!(
-        "no source of {SOURCE} gave a plugin header ({}). {fix}",
-        match tried.is_empty() {
-            true => "sid lists none".to_string(),
-            false => tried.join("; "),
-        }
-    ))
-}
-
-/// Returns the `Version:` fields of `apt-cache showsrc`'s output.
-fn parse_source_versions(text: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| l.strip_prefix("Version:"))
-        .map(|v| v.trim().to_string())
-        .collect()
-}
-
-/// Returns the source versions to fetch the header from, in order: the emulators' own,
-/// then the others listed, newest upstream version first.
-fn source_candidates(own: &str, listed: &[String]) -> Vec<String> {
-    let key = |v: &str| -> Vec<u64> {
-        upstream_version(v)
-            .split('.')
-            .map(|n| n.parse().unwrap_or(0))
-            .collect()
-    };
-    let mut others: Vec<String> = listed.iter().filter(|v| *v != own).cloned().collect();
-    others.sort_by_key(|v| std::cmp::Reverse(key(v)));
-    others.dedup();
-    let mut all = vec![own.to_string()];
-    all.extend(others);
-    all
-}
-
-/// Fetches the source package `version` of QEMU and returns its plugin header's text.
-fn header_of_source(apt: &Apt, version: &str, fix: &str) -> Result<String, String> {
-    let src = apt.dir.join("src");
-    let _ = fs::remove_dir_all(&src);
-    fs::create_dir_all(&src).map_err(|e| format!("{}: {e}", src.display()))?;
-    let pinned = format!("{SOURCE}={version}");
-    let uris = parse_uris(&Apt::output(
-        apt.get()?
-            .args(["-qq", "--print-uris", "--download-only", "source", &pinned])
-            .current_dir(&src),
-        fix,
-    )?);
-    let total: u64 = uris.iter().map(|u| u.size).sum();
-    eprintln!(
-        "xtask: fetching the source of {pinned} for its plugin header ({:.1} MB, once)",
-        megabytes(total)
-    );
-    Apt::output(
-        apt.get()?
-            .args(["-qq", "--download-only", "source", &pinned])
-            .current_dir(&src),
-        fix,
-    )?;
-    let orig_name = orig_tarball(version);
-    let orig = src.join(&orig_name);
-    if !orig.is_file() {
-        return Err(format!(
-            "apt-get source {pinned} left no {orig_name} in {}\n{fix}",
-            src.display()
-        ));
-    }
-    crate::tools::ensure(&["xz"])?;
-    let unpacked = src.join("unpacked");
-    fs::create_dir_all(&unpacked).map_err(|e| format!("{}: {e}", unpacked.display()))?;
-    linux::run(
-        crate::tools::command("tar")?
-            .arg("-xJf")
-            .arg(&orig)
-            .arg("-C")
-            .arg(&unpacked)
-            .args(["--wildcards", &format!("*/{PLUGIN_HEADER}")]),
-    )
-    .map_err(|e| format!("{e}\n{} has no {PLUGIN_HEADER}. {fix}", orig.display()))?;
-    let found = fs::read_dir(&unpacked)
-        .map_err(|e| format!("{}: {e}", unpacked.display()))?
-        .flatten()
-        .map(|e| e.path().join(PLUGIN_HEADER))
-        .find(|p| p.is_file())
-        .ok_or_else(|| format!("{} has no {PLUGIN_HEADER}. {fix}", orig.display()))?;
-    let text = fs::read_to_string(&found).map_err(|e| format!("{}: {e}", found.display()))?;
-    // The source was only needed for the header.
-    let _ = fs::remove_dir_all(&src);
-    match text.contains("QEMU_PLUGIN_VERSION") {
-        true => Ok(text),
-        false => Err(format!(
-            "{PLUGIN_HEADER} of {pinned} defines no QEMU_PLUGIN_VERSION: it is not QEMU's \
-             plugin API"
-        )),
-    }
-}
-
-/// `cargo xtask qemu [aarch64|x86_64] [--plugin-header]`: makes sure of the private root
-/// and prints the version, the root and the command that starts QEMU (and the plugin
-/// header's path).
+/// `cargo xtask qemu [aarch64|x86_64]`: makes sure of the private root
+/// and prints the version, the root and the command that starts QEMU.
 pub(crate) fn qemu_command(args: &[String]) -> Result<bool, String> {
-    let usage = "usage: cargo xtask qemu [aarch64|x86_64] [--plugin-header]";
-    let (mut arch, mut header) = (None, false);
-    for a in args {
-        match a.as_str() {
-            "--plugin-header" => header = true,
-            a if arch.is_none() && !a.starts_with('-') => arch = Some(a),
-            _ => return Err(usage.into()),
-        }
-    }
+    let usage = "usage: cargo xtask qemu [aarch64|x86_64]";
+    let arch = match args {
+        [] => None,
+        [a] if !a.starts_with('-') => Some(a.as_str()),
+        _ => return Err(usage.into()),
+    };
     let target =
         Target::of_arch(arch.unwrap_or(DEFAULT_ARCH)).map_err(|e| format!("{e}\n{usage}"))?;
     if installed(target.package).is_some() {
@@ -1003,27 +806,12 @@ pub(crate) fn qemu_command(args: &[String]) -> Result<bool, String> {
     println!("{}", version(target.arch)?);
     println!("root: {}", root.display());
     println!("run: {:?}", system(target.arch)?);
-    if header {
-        println!("plugin header: {}", plugin_header()?.display());
-    }
     Ok(true)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_header_comes_from_the_emulators_source_first_then_the_newest() {
-        let listed = parse_source_versions(
-            "Package: qemu\nVersion: 1:10.2.2+ds-1\n\nPackage: qemu\nVersion: 1:11.1.2+ds-3\n\n\
-             Package: qemu\nVersion: 1:11.1.3+ds-1\n",
-        );
-        assert_eq!(
-            source_candidates("1:11.1.3+ds-1", &listed),
-            ["1:11.1.3+ds-1", "1:11.1.2+ds-3", "1:10.2.2+ds-1"]
-        );
-    }
 
     #[test]
     fn a_simulation_names_each_package_and_version() {
@@ -1064,11 +852,6 @@ mod tests {
     fn the_upstream_version_drops_epoch_revision_and_repack() {
         assert_eq!(upstream_version("1:11.1.3+ds-1"), "11.1.3");
         assert_eq!(upstream_version("11.1.3"), "11.1.3");
-    }
-
-    #[test]
-    fn the_tarball_is_named_for_the_version_without_epoch_or_revision() {
-        assert_eq!(orig_tarball("1:11.1.3+ds-1"), "qemu_11.1.3+ds.orig.tar.xz");
     }
 
     #[test]

@@ -868,6 +868,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 			info->target_name, info->system_emulation ? "" : " user mode");
 		return -1;
 	}
+	if (info->version.min > QEMU_PLUGIN_VERSION ||
+	    info->version.cur < QEMU_PLUGIN_VERSION) {
+		fprintf(stderr,
+			"vgsp-ktrace: written for plugin API version %d; this QEMU supports %d to %d\n",
+			QEMU_PLUGIN_VERSION, info->version.min, info->version.cur);
+		return -1;
+	}
 	for (i = 0; i < argc; i++) {
 		if (!strncmp(argv[i], "out=", 4) && argv[i][4]) {
 			vgsp_path = argv[i] + 4;
