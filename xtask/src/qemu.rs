@@ -711,8 +711,15 @@ fn fetch(root: &Path, wanted: &[&'static Target]) -> Result<(), String> {
         let path = t.stamp(&staging);
         fs::write(&path, stamp.render()).map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    let _ = fs::remove_dir_all(root);
+    // The old root moves aside before the new one takes its name, and goes only then: a
+    // QEMU running from it finds every file it loads later at the same path.
+    let old = root.with_extension("old");
+    let _ = fs::remove_dir_all(&old);
+    if root.exists() {
+        fs::rename(root, &old).map_err(|e| format!("{}: {e}", root.display()))?;
+    }
     fs::rename(&staging, root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let _ = fs::remove_dir_all(&old);
     eprintln!(
         "xtask: QEMU {MAJOR} from {SUITE}: {} packages unpacked into {} ({:.0} s)",
         stamp.packages.len(),
@@ -734,6 +741,16 @@ fn fetch(root: &Path, wanted: &[&'static Target]) -> Result<(), String> {
 pub(crate) fn root(arch: &str) -> Result<PathBuf, String> {
     let target = Target::of_arch(arch)?;
     let root = home()?.join("root");
+    if is_ready(&root, target) {
+        return Ok(root);
+    }
+    // One fetch at a time: a fetch replaces the whole root, which another command may be
+    // about to fetch too.
+    let lock_path = home()?.join("fetch.lock");
+    fs::create_dir_all(home()?).map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    let lock = fs::File::create(&lock_path).map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    lock.lock()
+        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
     if is_ready(&root, target) {
         return Ok(root);
     }

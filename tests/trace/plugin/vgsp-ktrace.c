@@ -8,14 +8,12 @@
  *   qemu-system-aarch64 ... -append "... nokaslr arm64.nomops" \
  *       -plugin ./libvgsp-ktrace.so,out=/path/trace.bin,map=/path/ktrace.map
  *
- * Build (glib's development files are not needed: qemu-plugin.h includes
- * <glib.h> for GArray and GByteArray, and the plugin calls three glib
- * functions on them, which QEMU's glib provides at load time; xtask writes a
- * stand-in glib.h with glib's declarations of those, GLIB_STAND_IN):
+ * Build, against the project's declarations of QEMU 11.1's plugin API and of
+ * the part of glib it names (qemu-11/, beside this file; glib's development
+ * files are not needed: QEMU's glib provides the three functions at load time):
  *
  *   gcc -O2 -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden -pthread \
- *       -I/path/to/glib-stand-in -I/path/to/qemu-11.1/include \
- *       -o libvgsp-ktrace.so vgsp-ktrace.c
+ *       -Iqemu-11 -o libvgsp-ktrace.so vgsp-ktrace.c
  *
  * The map (xtask's kernel_trace.rs writes it from System.map and the objects) has
  * one "KIND START END" line per span of guest virtual addresses, END exclusive:
@@ -79,10 +77,17 @@
  *   zva_recorded  DC ZVA whose block's stores were recorded (8 bytes a record)
  *   zva_block     the block's size in bytes, 0 if unknown
  *   interrupted   interrupts and exceptions taken with the flag set
- *   restored      returns into followed code that set the flag again
- *   unresumable   interrupts in followed code whose return could not be
- *                 watched for (the stack pointer unread, too many at once):
- *                 the rest of that function's accesses may be missing
+ *   restored      returns into followed code, from an interrupt or a call,
+ *                 that set the flag again
+ *   unresumable   interrupts in followed code, or calls from it to other
+ *                 code, whose return could not be watched for (the stack
+ *                 pointer unread, too many at once): the rest of that
+ *                 function's accesses may be missing
+ *   calls_out     calls from followed code to other code (the link register
+ *                 in followed code) whose return was watched for
+ *   odd_discon    discontinuities QEMU 11.1's API does not give (a vCPU index
+ *                 out of range, a type neither interrupt nor exception): the
+ *                 plugin and this QEMU disagree on the callback's arguments
  *   lost          records that could not be written (a full disk, a pc the
  *                 callbacks could not carry)
  */
@@ -209,6 +214,7 @@ static bool vgsp_in(const struct vgsp_spans *s, uint64_t addr)
 struct vgsp_vcpu {
 	uint64_t in_nova;	/* 1 while the vCPU runs the driver's code */
 	uint64_t branch_pc;	/* the last conditional branch since a record, or 0 */
+	uint64_t trapped;	/* 1 from an interrupt of flagged code to the next block */
 };
 
 static struct qemu_plugin_scoreboard *vgsp_vcpus;
@@ -231,6 +237,8 @@ struct vgsp_pending {
 static struct vgsp_pending vgsp_pending[VGSP_PENDING];
 static unsigned int vgsp_npending;
 static bool vgsp_read_sp(unsigned int vcpu, uint64_t *sp);
+static bool vgsp_read_reg(unsigned int vcpu, struct qemu_plugin_register *reg,
+			  uint64_t *value);
 
 /*
  * DC ZVA zeroes a block without a memory callback; the plugin reads its Xt to
@@ -250,7 +258,7 @@ static uint64_t vgsp_zva_block;
 /* Counters of the summary. */
 static uint64_t vgsp_entries, vgsp_nova_tbs, vgsp_records, vgsp_overlaps;
 static uint64_t vgsp_mops, vgsp_zva, vgsp_zva_recorded, vgsp_interrupted, vgsp_restored;
-static uint64_t vgsp_lost, vgsp_unresumable;
+static uint64_t vgsp_lost, vgsp_unresumable, vgsp_calls_out, vgsp_odd_discon;
 
 static void vgsp_set_flag(unsigned int vcpu, uint64_t value)
 {
@@ -298,7 +306,7 @@ static void vgsp_flush_locked(void)
 		len -= n;
 	}
 	if (vgsp_write_failed)
-		vgsp_lost += len / sizeof(vgsp_buf[0]);
+		__atomic_fetch_add(&vgsp_lost, len / sizeof(vgsp_buf[0]), __ATOMIC_RELAXED);
 	else
 		vgsp_records += vgsp_nbuf;
 	vgsp_nbuf = 0;
@@ -335,17 +343,16 @@ static void vgsp_emit(unsigned int vcpu, uint8_t kind, uint8_t size, uint16_t in
 		qemu_plugin_u64_set(vgsp_branch_pc, vcpu, 0);
 }
 
-/* A block of the driver's text starts on a vCPU whose flag is clear. */
-static void vgsp_enter(unsigned int vcpu, void *udata)
+/*
+ * Sets @vcpu's flag, then counts an overlap if another vCPU has its flag set:
+ * set first, then look, so that of two vCPUs setting theirs at once, one sees
+ * the other.
+ */
+static void vgsp_flag_and_look(unsigned int vcpu)
 {
 	int i, n = qemu_plugin_num_vcpus();
 
-	(void)udata;
-	/* Branches run outside the driver's code are not its. */
-	qemu_plugin_u64_set(vgsp_branch_pc, vcpu, 0);
 	vgsp_set_flag(vcpu, 1);
-	vgsp_count(&vgsp_entries);
-	/* Set first, then look: of two vCPUs entering at once, one sees the other. */
 	for (i = 0; i < n; i++) {
 		struct vgsp_vcpu *other;
 
@@ -359,13 +366,62 @@ static void vgsp_enter(unsigned int vcpu, void *udata)
 	}
 }
 
-/* Any other block starts on a vCPU whose flag is set: the driver's code left. */
+/* A block of the driver's text starts on a vCPU whose flag is clear. */
+static void vgsp_enter(unsigned int vcpu, void *udata)
+{
+	(void)udata;
+	/* Branches run outside the driver's code are not its. */
+	qemu_plugin_u64_set(vgsp_branch_pc, vcpu, 0);
+	vgsp_count(&vgsp_entries);
+	vgsp_flag_and_look(vcpu);
+}
+
+/* Remembers that the context at @sp goes on at @pc; false if no entry is free. */
+static bool vgsp_watch_return(uint64_t pc, uint64_t sp)
+{
+	unsigned int i;
+	bool kept = false;
+
+	pthread_mutex_lock(&vgsp_lock);
+	for (i = 0; i < VGSP_PENDING && vgsp_pending[i].pc; i++)
+		;
+	if (i < VGSP_PENDING) {
+		vgsp_pending[i].pc = pc;
+		vgsp_pending[i].sp = sp;
+		__atomic_store_n(&vgsp_npending, vgsp_npending + 1, __ATOMIC_RELEASE);
+		kept = true;
+	}
+	pthread_mutex_unlock(&vgsp_lock);
+	return kept;
+}
+
+/*
+ * Any other block starts on a vCPU whose flag is set: the driver's code left.
+ * If it left by a call from followed code (the link register holds a return
+ * address in followed code, and no interrupt was taken: the discontinuity
+ * callback handles those), the code goes on there when the callee returns, on
+ * the same stack: watched for as an interrupt's return is. A call from the
+ * driver's own text needs nothing: its next block sets the flag again.
+ */
 static void vgsp_leave(unsigned int vcpu, void *udata)
 {
+	struct vgsp_vcpu *me = qemu_plugin_scoreboard_find(vgsp_vcpus, vcpu);
+	uint64_t lr, sp;
+
 	(void)udata;
 	if (qemu_plugin_u64_get(vgsp_branch_pc, vcpu))
 		vgsp_emit(vcpu, 0, 0, 0, 0, 0, 0);
 	vgsp_set_flag(vcpu, 0);
+	if (__atomic_exchange_n(&me->trapped, 0, __ATOMIC_RELAXED))
+		return;
+	if (vcpu >= VGSP_MAX_VCPUS || !vgsp_read_reg(vcpu, vgsp_xreg[vcpu][30], &lr) ||
+	    !vgsp_in(&vgsp_follow, lr))
+		return;
+	if (!vgsp_read_sp(vcpu, &sp) || !vgsp_watch_return(lr, sp)) {
+		vgsp_count(&vgsp_unresumable);
+		return;
+	}
+	vgsp_count(&vgsp_calls_out);
 }
 
 /*
@@ -394,8 +450,8 @@ static void vgsp_resume(unsigned int vcpu, void *udata)
 		return;
 	/* The handler's branches, and whatever ran here meanwhile, are not the driver's. */
 	qemu_plugin_u64_set(vgsp_branch_pc, vcpu, 0);
-	vgsp_set_flag(vcpu, 1);
 	vgsp_count(&vgsp_restored);
+	vgsp_flag_and_look(vcpu);
 }
 
 /*
@@ -406,13 +462,21 @@ static void vgsp_resume(unsigned int vcpu, void *udata)
 static void vgsp_discon(unsigned int vcpu, enum qemu_plugin_discon_type type,
 			uint64_t from_pc, uint64_t to_pc, void *udata)
 {
+	struct vgsp_vcpu *me;
 	uint64_t sp;
-	unsigned int i;
 
-	(void)type; (void)to_pc; (void)udata;
+	(void)to_pc; (void)udata;
+	/* What else comes here is not what QEMU 11.1's API gives: refuse the trace. */
+	if (vcpu >= (unsigned int)qemu_plugin_num_vcpus() ||
+	    (type != QEMU_PLUGIN_DISCON_INTERRUPT && type != QEMU_PLUGIN_DISCON_EXCEPTION)) {
+		vgsp_count(&vgsp_odd_discon);
+		return;
+	}
 	if (!qemu_plugin_u64_get(vgsp_in_nova, vcpu))
 		return;
 	vgsp_count(&vgsp_interrupted);
+	me = qemu_plugin_scoreboard_find(vgsp_vcpus, vcpu);
+	__atomic_store_n(&me->trapped, 1, __ATOMIC_RELAXED);
 	if (!vgsp_in(&vgsp_follow, from_pc))
 		return;
 	/* SP_EL1 is the interrupted context's still: an EL1 exception keeps it. */
@@ -420,17 +484,8 @@ static void vgsp_discon(unsigned int vcpu, enum qemu_plugin_discon_type type,
 		vgsp_count(&vgsp_unresumable);
 		return;
 	}
-	pthread_mutex_lock(&vgsp_lock);
-	for (i = 0; i < VGSP_PENDING && vgsp_pending[i].pc; i++)
-		;
-	if (i < VGSP_PENDING) {
-		vgsp_pending[i].pc = from_pc;
-		vgsp_pending[i].sp = sp;
-		__atomic_store_n(&vgsp_npending, vgsp_npending + 1, __ATOMIC_RELEASE);
-	} else {
+	if (!vgsp_watch_return(from_pc, sp))
 		vgsp_count(&vgsp_unresumable);
-	}
-	pthread_mutex_unlock(&vgsp_lock);
 }
 
 static void vgsp_record_access(unsigned int vcpu, qemu_plugin_meminfo_t meminfo,
@@ -707,7 +762,7 @@ static void vgsp_tb_trans(struct qemu_plugin_tb *tb, void *udata)
 
 	(void)udata;
 	if (!nova && !vgsp_in(&vgsp_follow, start)) {
-		qemu_plugin_register_vcpu_tb_exec_cond_cb(tb, vgsp_leave, QEMU_PLUGIN_CB_NO_REGS,
+		qemu_plugin_register_vcpu_tb_exec_cond_cb(tb, vgsp_leave, QEMU_PLUGIN_CB_R_REGS,
 							  QEMU_PLUGIN_COND_NE, vgsp_in_nova,
 							  0, NULL);
 		return;
@@ -789,6 +844,8 @@ static void vgsp_write_summary(void)
 	fprintf(f, "restored %" PRIu64 "\n", vgsp_restored);
 	fprintf(f, "unresumable %" PRIu64 "\n", vgsp_unresumable);
 	fprintf(f, "lost %" PRIu64 "\n", vgsp_lost);
+	fprintf(f, "calls_out %" PRIu64 "\n", vgsp_calls_out);
+	fprintf(f, "odd_discon %" PRIu64 "\n", vgsp_odd_discon);
 	if (fclose(f))
 		fprintf(stderr, "vgsp-ktrace: cannot write %s: %s\n", path, strerror(errno));
 }

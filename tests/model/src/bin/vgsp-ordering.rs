@@ -403,11 +403,12 @@ fn run(opts: &Options) -> Result<(), String> {
             if !seen.earlier.is_empty() {
                 line += &format!("; {earlier} at {}", places(&lines, &seen.earlier));
             }
-            line += &format!(
-                "; {later} at {}; a {} between them orders it",
-                places(&lines, &seen.later),
-                seen.remedy
-            );
+            line += &format!("; {later} at {}", places(&lines, &seen.later));
+            // Without an earlier access (no pointer load published the slot), no barrier
+            // is the fix: the missing load is.
+            if !seen.earlier.is_empty() {
+                line += &format!("; a {} between them orders it", seen.remedy);
+            }
         }
         println!("{line}");
     }

@@ -130,7 +130,7 @@ typedef struct {
 	struct qemu_plugin_register *handle;
 	const char *name;
 	const char *feature;
-	uint64_t reserved;
+	bool is_readonly;
 } qemu_plugin_reg_descriptor;
 
 /* Callbacks: version 7 hands each one the user data it was registered with. */
