@@ -176,7 +176,7 @@ struct Uri {
     size: u64,
 }
 
-/// Reads the files `apt-get --print-uris download|source` would fetch
+/// Reads the files `apt-get --print-uris download` would fetch
 /// (`'http://…/x_1%3a2_amd64.deb' x_1%3a2_amd64.deb 12345 SHA256:…`).
 fn parse_uris(text: &str) -> Vec<Uri> {
     text.lines()

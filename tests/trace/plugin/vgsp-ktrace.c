@@ -108,6 +108,8 @@
 
 #include <qemu-plugin.h>
 
+#include "vgsp-arm64.h"
+
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "vgsp-ktrace writes host-endian records and needs a little-endian host"
 #endif
@@ -143,15 +145,6 @@ enum vgsp_kind {
 	VGSP_BRANCH = 5,
 };
 
-/* Ordering bits of an instruction, as vgsp-trace.c and the checker have them. */
-#define VGSP_ACQ	0x01
-#define VGSP_REL	0x02
-#define VGSP_RCPC	0x04
-#define VGSP_WRITES	0x08
-#define VGSP_READS	0x10
-
-#define VGSP_DMB	1
-#define VGSP_DSB	2
 
 /*
  * What translation decided about an instruction travels to its callbacks in
@@ -652,26 +645,6 @@ static bool vgsp_decode_mrs_dczid(uint32_t w)
 	return (w & 0xffffffe0) == 0xd53b00e0;
 }
 
-/* DMB or DSB: (type << 8) | CRm, else 0. */
-static uint16_t vgsp_decode_barrier(uint32_t w)
-{
-	uint16_t crm = (w >> 8) & 0xf;
-
-	if ((w & 0xfffff0ff) == 0xd50330bf)
-		return VGSP_DMB << 8 | crm;
-	/* DSB #0 is SSBB and DSB #4 PSSBB: speculation barriers, not DSBs. */
-	if ((w & 0xfffff0ff) == 0xd503309f && crm != 0 && crm != 4)
-		return VGSP_DSB << 8 | crm;
-	return 0;
-}
-
-static bool vgsp_decode_cond_branch(uint32_t w)
-{
-	return (w & 0xff000010) == 0x54000000 ||	/* B.cond */
-	       (w & 0x7e000000) == 0x34000000 ||	/* CBZ, CBNZ */
-	       (w & 0x7e000000) == 0x36000000;		/* TBZ, TBNZ */
-}
-
 /* CPYP/CPYM/CPYE, CPYF*, SETP/SETM/SETE, SETG*: FEAT_MOPS. */
 static bool vgsp_decode_mops(uint32_t w)
 {
@@ -692,37 +665,6 @@ static bool vgsp_decode_zva(uint32_t w)
 static bool vgsp_stack_access(uint32_t w)
 {
 	return (w & 0x0a000000) == 0x08000000 && ((w >> 5) & 0x1f) == 31;
-}
-
-/* As vgsp-trace.c: the ordering bits, with VGSP_READS and VGSP_WRITES. */
-static uint16_t vgsp_decode_order(uint32_t w)
-{
-	bool o2 = w >> 23 & 1, l = w >> 22 & 1, o1 = w >> 21 & 1, o0 = w >> 15 & 1;
-	uint16_t rw = l ? VGSP_READS : VGSP_WRITES;
-
-	if ((w & 0x3f000000) == 0x08000000) {
-		if (o2 && o1)
-			return (l ? VGSP_ACQ : 0) | (o0 ? VGSP_REL : 0) |
-			       VGSP_READS | VGSP_WRITES;
-		if (o2)
-			return o0 ? (l ? VGSP_ACQ : VGSP_REL) | rw : 0;
-		if (o1 && !(w >> 31))
-			return (l ? VGSP_ACQ : 0) | (o0 ? VGSP_REL : 0) |
-			       VGSP_READS | VGSP_WRITES;
-		return o0 ? (l ? VGSP_ACQ : VGSP_REL) | rw : 0;
-	}
-	if ((w & 0x3ffffc00) == 0x38bfc000)
-		return VGSP_ACQ | VGSP_RCPC | VGSP_READS;
-	if ((w & 0x3f200c00) == 0x19000000)
-		return (w >> 22 & 3) ? VGSP_ACQ | VGSP_RCPC | VGSP_READS
-				     : VGSP_REL | VGSP_WRITES;
-	if ((w & 0x3f200c00) == 0x38200000) {
-		uint16_t order = (w >> 23 & 1 ? VGSP_ACQ : 0) |
-				 (w >> 22 & 1 ? VGSP_REL : 0);
-
-		return order ? order | VGSP_READS | VGSP_WRITES : 0;
-	}
-	return 0;
 }
 
 /*
