@@ -18,6 +18,12 @@
 //! kernel, a [`KVVec<T>`] is not a [`KVec<T>`] nor a [`KBox<T>`] a [`VBox<T>`]: code that
 //! mixes them fails to build here as it would there.
 //!
+//! # Failure injection
+//!
+//! Every allocation of a `Vec` or a `Box` first asks whether it is to fail: on the host a
+//! test may make a chosen one fail (`kernel::host::failslab`, the kernel's `fail-nth`); in
+//! every other build none does.
+//!
 //! [`Error`]: crate::error::Error
 //! [`Kmalloc`]: allocator::Kmalloc
 //! [`Vmalloc`]: allocator::Vmalloc
@@ -42,6 +48,20 @@ pub use self::{
         Vec, //
     },
 };
+
+/// Returns whether the allocation about to be made is to fail: one a test armed on this
+/// thread with [`crate::host::failslab::fail_nth`] on the host, none otherwise.
+#[inline]
+pub(crate) fn inject_failure() -> bool {
+    #[cfg(feature = "host")]
+    {
+        crate::host::failslab::should_fail()
+    }
+    #[cfg(not(feature = "host"))]
+    {
+        false
+    }
+}
 
 /// Allocation failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

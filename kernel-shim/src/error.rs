@@ -50,6 +50,7 @@ pub mod code {
         EMSGSIZE, 90, "Message too long.";
         EOPNOTSUPP, 95, "Operation not supported on transport endpoint.";
         ETIMEDOUT, 110, "Connection timed out.";
+        EREMOTEIO, 121, "Remote I/O error.";
         ERESTARTSYS, 512, "Restart the system call.";
         ETOOSMALL, 525, "Buffer or request is too small.";
     }

@@ -5,6 +5,8 @@
 //! - [`env`]: the monotonic clock, `fsleep` (spinning below 10 µs, sleeping above, as the
 //!   kernel's) and the log.
 //! - [`kunit`]: the KTAP runner for the suites.
+//! - [`failslab`]: allocation-failure injection, the kernel's `fail-nth` for a test's
+//!   thread (ours, test bench).
 //! - [`device`]: the simulated device the driver binds to.
 //! - [`DmaPool`]: coherent memory carved from a mapping shared with another process, for a
 //!   device made with [`Device::with_dma_pool`] (ours, test bench).
@@ -34,6 +36,7 @@ use crate::{
     },
 };
 
+pub mod failslab;
 pub mod kunit;
 
 /// The environment functions of [`crate::env`] (the model backend has its own).

@@ -9,9 +9,15 @@ use kernel::prelude::*;
 pub mod tests {
     use kernel::{
         prelude::*,
-        time::Delta, //
+        time::{
+            delay::fsleep,
+            Delta,
+            Instant,
+            Monotonic, //
+        },
     };
     use nova_core::gsp::{
+        cmdq::RECORD_TIMEOUT,
         commands::GspInitDone,
         fault::{
             Fault,
@@ -35,6 +41,7 @@ pub mod tests {
         IntoBytes, //
     };
 
+    use vdev::run_beside;
     use vgsp::Vgsp;
 
     use crate::fixture::{
@@ -200,16 +207,34 @@ pub mod tests {
     }
 
     #[test]
-    fn unknown_function_is_einval_and_consumed() -> Result {
+    fn unknown_function_is_not_the_message_asked_for_and_consumed() -> Result {
         let mut pair = Pair::new()?;
         let el = pair.gsp.encode_element(0x0bad, 0, b"?")?;
         pair.gsp.post_raw(&el, 1)?;
+        // A single receive: not the message asked for, as another function is.
         assert_eq!(
             pair.cmdq.receive_msg::<GspInitDone>(LONG).err(),
-            Some(EINVAL)
+            Some(ERANGE)
         );
         // The receive itself succeeded: the typed check refused the function.
         assert_eq!(pair.cmdq.last_fault(), Some(Fault::UnknownFunction));
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn unknown_function_is_skipped_by_a_wait_that_then_gets_its_reply() -> Result {
+        let mut pair = Pair::new()?;
+        let pending = pair.cmdq.submit(pair.bar.bar(), &Echo(b"ping"))?;
+        // Numbered as the reply awaited, ahead of it: it answers no command of ours.
+        let el = pair.gsp.encode_element(0x0bad, pending.sequence(), b"?")?;
+        pair.gsp.post_raw(&el, 1)?;
+        pair.gsp.run_until_idle()?;
+        let reply = pending.wait(LONG)?;
+        check!(reply.0[..] == b"ping"[..])?;
+        check!(pair.cmdq.cpu_ptrs().1 == 2)?;
+        // Consumed and skipped, no error: nobody waited for it.
+        check!(pair.cmdq.delivery().dropped == 1)?;
+        check!(pair.cmdq.last_fault().is_none())?;
         next_valid_arrives(&mut pair)
     }
 
@@ -288,12 +313,16 @@ pub mod tests {
     }
 
     #[test]
-    fn continuation_without_head_is_eio() -> Result {
+    fn stray_continuation_record_is_skipped() -> Result {
         let mut pair = Pair::new()?;
         let el = pair
             .gsp
             .encode_element(MsgFunction::ContinuationRecord.into(), 0, b"orphan")?;
-        expect_rejected(&mut pair, &el, 1, Fault::ContinuationWithoutHead)
+        pair.gsp.post_raw(&el, 1)?;
+        // Skipped as a message for others: the wait gets the next message, no error.
+        next_valid_arrives(&mut pair)?;
+        check!(pair.cmdq.cpu_ptrs() == (0, 2))?;
+        check!(pair.cmdq.last_fault().is_none())
     }
 
     /// Checks that the next message received is the log line `text`.
@@ -304,8 +333,8 @@ pub mod tests {
     }
 
     /// Posts the log line `text` after a full head whose message nobody expects a length
-    /// of, and checks that the line ends that message, received whole as its head alone,
-    /// and is then received as itself, every slot consumed.
+    /// of, and checks that the line ends that message, received whole as its head alone
+    /// with the line left on the ring, and is then received as itself.
     fn head_ended_by(pair: &mut Pair, head: &[u8], text: &[u8]) -> Result {
         let line = log_element(pair, text)?;
         pair.gsp.post_raw(&line, 1)?;
@@ -313,8 +342,9 @@ pub mod tests {
         check!(msg.function() == Ok(MsgFunction::Nop))?;
         check!((msg.sequence, msg.elem_count) == (5, 16))?;
         check!(msg.payload[..] == *head)?;
-        check!(pair.cmdq.cpu_ptrs() == (0, 17))?;
-        log_line_arrives(pair, text)
+        check!(pair.cmdq.cpu_ptrs() == (0, 16))?;
+        log_line_arrives(pair, text)?;
+        check!(pair.cmdq.cpu_ptrs() == (0, 17))
     }
 
     #[test]
@@ -325,31 +355,63 @@ pub mod tests {
         next_valid_arrives(&mut pair)
     }
 
+    /// Checks that the next message received within `timeout` is the full head `head`
+    /// of [`post_split_head`] alone, whole.
+    fn head_alone_arrives(pair: &mut Pair, timeout: Delta, head: &[u8]) -> Result {
+        let msg = pair.cmdq.receive_any(timeout)?;
+        check!(msg.function() == Ok(MsgFunction::Nop))?;
+        check!((msg.sequence, msg.elem_count) == (5, 16))?;
+        check!(msg.payload[..] == *head)?;
+        check!(pair.cmdq.cpu_ptrs() == (0, 16))
+    }
+
     #[test]
-    fn head_whose_continuation_never_comes_times_out() -> Result {
+    fn full_element_with_nothing_after_is_whole_after_the_grace() -> Result {
         let mut pair = Pair::new()?;
         let head = post_split_head(&mut pair)?;
-        expect_refused(&mut pair, SHORT, Fault::NothingPublished)?;
-        // The head was consumed, and kept for the next receive.
-        assert_eq!(pair.cmdq.cpu_ptrs(), (0, 16));
-        head_ended_by(&mut pair, &head, b"instead")?;
+        // No timeout for a complete message: the grace ends it, not the caller's
+        // deadline, which is much later.
+        let start = Instant::<Monotonic>::now();
+        head_alone_arrives(&mut pair, LONG, &head)?;
+        let took = start.elapsed().as_nanos();
+        check!(took >= RECORD_TIMEOUT.as_nanos() && took < LONG.as_nanos())?;
+        check!(pair.cmdq.last_fault().is_none())?;
         next_valid_arrives(&mut pair)
     }
 
     #[test]
-    fn head_whose_continuation_comes_after_the_wait_is_received_by_the_next() -> Result {
+    fn record_within_the_grace_continues_a_receive_with_zero_timeout() -> Result {
         let mut pair = Pair::new()?;
         let head = post_split_head(&mut pair)?;
-        expect_refused(&mut pair, SHORT, Fault::NothingPublished)?;
+        let tail = Pair::pattern(100, 10)?;
+        // The record comes after the caller's deadline, a zero timeout, but within the
+        // grace: it continues the message.
+        let Pair { gsp, cmdq, .. } = &mut pair;
+        let (posted, msg) = run_beside(
+            || {
+                fsleep(Delta::from_millis(10));
+                post_continuation(gsp, 5, &tail)
+            },
+            || cmdq.receive_any(Delta::ZERO),
+        );
+        posted?;
+        let msg = msg?;
+        check!((msg.sequence, msg.elem_count) == (5, 17))?;
+        check!(msg.payload[..MAX_ELEMENT_PAYLOAD] == head[..])?;
+        check!(msg.payload[MAX_ELEMENT_PAYLOAD..] == tail[..])?;
+        next_valid_arrives(&mut pair)
+    }
+
+    #[test]
+    fn continuation_after_the_grace_is_a_stray_record() -> Result {
+        let mut pair = Pair::new()?;
+        let head = post_split_head(&mut pair)?;
+        head_alone_arrives(&mut pair, SHORT, &head)?;
+        // Too late for its message, which was whole: skipped.
         let tail = Pair::pattern(100, 10)?;
         post_continuation(&mut pair.gsp, 5, &tail)?;
-        let msg = pair.cmdq.receive_any(LONG)?;
-        check!(msg.function() == Ok(MsgFunction::Nop))?;
-        check!(msg.sequence == 5)?;
-        check!(msg.elem_count == 17)?;
-        check!(msg.payload[..head.len()] == head[..])?;
-        check!(msg.payload[head.len()..] == tail[..])?;
-        next_valid_arrives(&mut pair)
+        next_valid_arrives(&mut pair)?;
+        check!(pair.cmdq.cpu_ptrs() == (0, 18))
     }
 
     #[test]
@@ -435,28 +497,41 @@ pub mod tests {
         pair.gsp.post_raw(&head, 16)?;
         expect_refused(&mut pair, LONG, Fault::LengthBeyondElement)?;
         check!(pair.cmdq.cpu_ptrs() == (0, 16))?;
-        // Its continuation record then has no head.
+        // Its continuation record then has no head: skipped.
         post_continuation(&mut pair.gsp, 5, &chunk[..100])?;
-        expect_refused(&mut pair, LONG, Fault::ContinuationWithoutHead)?;
-        next_valid_arrives(&mut pair)
+        next_valid_arrives(&mut pair)?;
+        check!(pair.cmdq.cpu_ptrs() == (0, 18))
     }
 
     #[test]
     fn continuation_records_beyond_the_largest_rpc_are_eio() -> Result {
         let mut pair = Pair::new()?;
-        post_split_head(&mut pair)?;
         let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 2)?;
-        // Full records, each taken off the ring (the message stays open) to make room.
-        let mut records = 0;
-        let err = loop {
-            check!(records <= MAX_RPC_PAYLOAD / MAX_ELEMENT_PAYLOAD)?;
-            match pair.cmdq.receive_any(Delta::ZERO) {
-                Err(ETIMEDOUT) => {}
-                other => break other.err(),
-            }
-            post_continuation(&mut pair.gsp, 5, &chunk)?;
-            records += 1;
-        };
+        // The head and full records, as many as take the message past the largest RPC:
+        // more than the ring holds, so the GSP posts them beside the receive, each as
+        // room frees up, back to back as firmware does.
+        let records = MAX_RPC_PAYLOAD / MAX_ELEMENT_PAYLOAD;
+        let Pair { gsp, cmdq, .. } = &mut pair;
+        let (posted, err) = run_beside(
+            || {
+                post_head(gsp, MsgFunction::Nop.into(), 5)?;
+                for _ in 0..records {
+                    // Gives up within about `LONG` if the receive stops taking them.
+                    let mut naps = 0;
+                    while !gsp.has_room(16)? {
+                        if naps == LONG.as_micros_ceil() / 10 {
+                            return Err(ETIMEDOUT);
+                        }
+                        fsleep(Delta::from_micros(10));
+                        naps += 1;
+                    }
+                    post_continuation(gsp, 5, &chunk)?;
+                }
+                Ok(())
+            },
+            || cmdq.receive_any(LONG).err(),
+        );
+        posted?;
         check!(err == Some(EIO))?;
         check!(pair.cmdq.last_fault() == Some(Fault::ContinuationsBeyondLargestRpc))?;
         check!((records + 1) * MAX_ELEMENT_PAYLOAD > MAX_RPC_PAYLOAD)?;
@@ -480,17 +555,37 @@ pub mod tests {
     }
 
     #[test]
-    fn continuation_of_another_rpc_is_eio() -> Result {
+    fn records_numbered_after_the_previous_one_continue_the_message() -> Result {
         let mut pair = Pair::new()?;
-        let chunk = post_split_head(&mut pair)?;
-        post_continuation(&mut pair.gsp, 6, &chunk[..10])?;
-        expect_refused(&mut pair, LONG, Fault::ContinuationOfAnotherRpc)?;
-        assert_eq!(pair.cmdq.cpu_ptrs(), (0, 17));
+        let head = post_split_head(&mut pair)?;
+        // As RM numbers them: each record an RPC of its own, after the one before.
+        let chunk = Pair::pattern(MAX_ELEMENT_PAYLOAD, 11)?;
+        post_continuation(&mut pair.gsp, 6, &chunk)?;
+        post_continuation(&mut pair.gsp, 7, &head[..10])?;
+        let msg = pair.cmdq.receive_any(LONG)?;
+        check!((msg.sequence, msg.elem_count) == (5, 33))?;
+        check!(msg.payload.len() == 2 * MAX_ELEMENT_PAYLOAD + 10)?;
+        check!(msg.payload[MAX_ELEMENT_PAYLOAD..2 * MAX_ELEMENT_PAYLOAD] == chunk[..])?;
+        check!(pair.cmdq.cpu_ptrs() == (0, 33))?;
         next_valid_arrives(&mut pair)
     }
 
     #[test]
-    fn continuation_after_the_message_ends_is_eio() -> Result {
+    fn continuation_of_another_sequence_ends_the_message_and_is_skipped() -> Result {
+        let mut pair = Pair::new()?;
+        let head = post_split_head(&mut pair)?;
+        // Numbered as neither the head (5) nor the record after it (6).
+        post_continuation(&mut pair.gsp, 9, &head[..10])?;
+        // The record ends the head's message and stays on the ring.
+        head_alone_arrives(&mut pair, LONG, &head)?;
+        // Then it has no message to continue: skipped.
+        next_valid_arrives(&mut pair)?;
+        check!(pair.cmdq.cpu_ptrs() == (0, 18))?;
+        check!(pair.cmdq.last_fault().is_none())
+    }
+
+    #[test]
+    fn continuation_after_the_message_ends_is_skipped() -> Result {
         let mut pair = Pair::new()?;
         let head = post_split_head(&mut pair)?;
         // The record of 10 bytes is not full: the message ends with it.
@@ -498,9 +593,9 @@ pub mod tests {
         post_continuation(&mut pair.gsp, 5, &head[..10])?;
         let msg = pair.cmdq.receive_any(LONG)?;
         check!(msg.payload.len() == MAX_ELEMENT_PAYLOAD + 10)?;
-        expect_refused(&mut pair, LONG, Fault::ContinuationWithoutHead)?;
-        assert_eq!(pair.cmdq.cpu_ptrs(), (0, 18));
-        next_valid_arrives(&mut pair)
+        check!(pair.cmdq.cpu_ptrs() == (0, 17))?;
+        next_valid_arrives(&mut pair)?;
+        check!(pair.cmdq.cpu_ptrs() == (0, 19))
     }
 
     #[test]
@@ -546,7 +641,7 @@ pub mod tests {
     #[test]
     fn every_refusal_names_its_reason() -> Result {
         // Each malformed one-byte log line, the slots it is posted in, and its reason.
-        let classes: [(Corrupt, u32, Fault); 10] = [
+        let classes: [(Corrupt, u32, Fault); 9] = [
             (|el| el[80] ^= 0x40, 1, Fault::BadChecksum),
             (
                 |el| edit(el, 1, |h| h.rpc.signature = 0),
@@ -591,15 +686,6 @@ pub mod tests {
                 |el| edit(el, 1, |h| h.rpc.length = 32 + 5000),
                 1,
                 Fault::LengthInconsistent,
-            ),
-            (
-                |el| {
-                    edit(el, 1, |h| {
-                        h.rpc.function = u32::from(MsgFunction::ContinuationRecord)
-                    })
-                },
-                1,
-                Fault::ContinuationWithoutHead,
             ),
         ];
         let mut pair = Pair::new()?;
@@ -670,16 +756,22 @@ pub mod tests {
             }
             Fault::BadChecksum => Case::Here(bad_checksum_is_eio),
             Fault::SequenceWentBack => Case::Here(sequence_number_going_back_is_eio_and_consumed),
-            Fault::ContinuationWithoutHead => Case::Here(continuation_without_head_is_eio),
-            Fault::ContinuationOfAnotherRpc => Case::Here(continuation_of_another_rpc_is_eio),
+            Fault::ContinuationWithoutHead => Case::Here(stray_continuation_record_is_skipped),
+            Fault::ContinuationOfAnotherRpc => {
+                Case::Here(continuation_of_another_sequence_ends_the_message_and_is_skipped)
+            }
             Fault::ContinuationsBeyondLargestRpc => {
                 Case::Here(continuation_records_beyond_the_largest_rpc_are_eio)
             }
-            Fault::NoMemory => Case::NotTheGsps("an allocation that fails"),
+            Fault::NoMemory => {
+                Case::NotTheGsps("an allocation that fails (`nova_core_gsp_cmdq_nomem`)")
+            }
             Fault::MessageShorterThanExpected => {
                 Case::Here(reply_shorter_than_its_command_expects_is_eio_to_its_caller)
             }
-            Fault::UnknownFunction => Case::Here(unknown_function_is_einval_and_consumed),
+            Fault::UnknownFunction => {
+                Case::Here(unknown_function_is_not_the_message_asked_for_and_consumed)
+            }
             Fault::OtherFunction => Case::Here(other_function_is_erange_and_consumed),
             Fault::ReplyReportsError => Case::Here(nonzero_rpc_result_is_einval),
             Fault::ReplyUndecodable => {

@@ -151,8 +151,16 @@ fn elements(
 /// The cases of the `nova_core_gsp_cmdq_split` suite.
 #[kunit_tests(nova_core_gsp_cmdq_split)]
 pub mod tests {
-    use kernel::prelude::*;
+    use kernel::{
+        prelude::*,
+        time::{
+            Delta,
+            Instant,
+            Monotonic, //
+        },
+    };
     use nova_core::gsp::{
+        cmdq::RECORD_TIMEOUT,
         commands::{
             RmControl,
             RmControlHeader, //
@@ -272,6 +280,23 @@ pub mod tests {
         let reply = pending.wait(LONG)?;
         check!(reply.status == 0)?;
         check!(reply.params[..] == params[..])
+    }
+
+    #[test]
+    fn full_last_element_with_nothing_after_is_whole_after_the_grace_at_zero_timeout() -> Result {
+        let mut pair = Pair::new()?;
+        // One element exactly full, nobody expecting a length, nothing published after.
+        let payload = Pair::pattern(R570_CHUNK, 11)?;
+        let slots = post_message(&mut pair.gsp, MsgFunction::Nop.into(), 4, &payload)?;
+        check!(slots == 16)?;
+        // A zero timeout too waits the grace for a record, then delivers the message.
+        let start = Instant::<Monotonic>::now();
+        let msg = pair.cmdq.receive_any(Delta::ZERO)?;
+        check!(start.elapsed().as_nanos() >= RECORD_TIMEOUT.as_nanos())?;
+        check!((msg.function(), msg.sequence) == (Ok(MsgFunction::Nop), 4))?;
+        check!(msg.elem_count == 16)?;
+        check!(msg.payload[..] == payload[..])?;
+        check!(pair.cmdq.cpu_ptrs().1 == 16)
     }
 
     #[test]

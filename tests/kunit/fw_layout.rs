@@ -135,6 +135,33 @@ pub mod tests {
         }
     }
 
+    /// A header of `function` and RPC sequence `sequence` carrying `chunk_len` bytes.
+    fn header(function: MsgFunction, sequence: u32, chunk_len: usize) -> GspMsgElement {
+        GspMsgElement::new(0, function.into(), sequence, chunk_len)
+    }
+
+    #[test]
+    fn a_record_numbered_as_the_first_or_after_the_last_continues_a_message() {
+        let record = |sequence| header(MsgFunction::ContinuationRecord, sequence, 10);
+        let head = header(MsgFunction::Nop, 7, MAX_ELEMENT_PAYLOAD);
+        let mut delimiter = Delimiter::head(&head, MAX_ELEMENT_PAYLOAD, None);
+        // After the head: numbered as it, or as the one after it.
+        assert_eq!(delimiter.next(&record(7)), Next::Append);
+        assert_eq!(delimiter.next(&record(8)), Next::Append);
+        assert_eq!(delimiter.next(&record(9)), Next::Ends);
+        assert_eq!(delimiter.next(&record(6)), Next::Ends);
+        // After a record numbered 8: as the first, or 9; not 8 again.
+        delimiter.append(
+            &header(MsgFunction::ContinuationRecord, 8, MAX_ELEMENT_PAYLOAD),
+            MAX_ELEMENT_PAYLOAD,
+        );
+        assert_eq!(delimiter.next(&record(7)), Next::Append);
+        assert_eq!(delimiter.next(&record(9)), Next::Append);
+        assert_eq!(delimiter.next(&record(8)), Next::Ends);
+        // Another function ends it, whatever its number.
+        assert_eq!(delimiter.next(&header(MsgFunction::Nop, 9, 10)), Next::Ends);
+    }
+
     #[test]
     fn rpc_header_fields_sit_at_r570_offsets() {
         let h = GspMsgElement::new(5, MsgFunction::SetRegistry.into(), 9, 100);

@@ -43,11 +43,17 @@ pub mod tests {
     };
     use zerocopy::IntoBytes;
 
-    use crate::fixture::{
-        check,
-        wire_payload,
-        Pair,
-        LONG, //
+    use crate::{
+        cmdq_split::{
+            r570_command,
+            R570_CHUNK, //
+        },
+        fixture::{
+            check,
+            wire_payload,
+            Pair,
+            LONG, //
+        },
     };
 
     /// Returns `len` zero bytes.
@@ -396,6 +402,61 @@ pub mod tests {
         let reply = pair.cmdq.receive_any(LONG)?;
         check!(reply.function() == Ok(MsgFunction::VgspEcho))?;
         Ok(reply.rpc_result)
+    }
+
+    /// Writes the r570 elements of the commands `(function, sequence, payload)` one after
+    /// the other at the start of `cpuq`, numbered from 0, and publishes them.
+    fn post_r570_commands(pair: &Pair, commands: &[(u32, u32, &[u8])]) -> Result {
+        let view = pair.view();
+        let mut slot = 0;
+        let mut seq_num = 0;
+        for &(function, sequence, payload) in commands {
+            for (el, n) in r570_command(seq_num, function, sequence, payload)?.iter() {
+                view.write_bytes(CPUQ_OFFSET + fw::slot_offset(slot), el)?;
+                slot += n;
+                seq_num += 1;
+            }
+        }
+        view.write32(CPUQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, slot)
+    }
+
+    #[test]
+    fn gsp_skips_a_stray_continuation_record() -> Result {
+        let mut pair = Pair::new()?;
+        let cont = MsgFunction::ContinuationRecord.into();
+        post_r570_commands(
+            &pair,
+            &[(cont, 7, b"stray"), (MsgFunction::Nop.into(), 8, b"hi")],
+        )?;
+        pair.gsp_run()?;
+        // Skipped as the driver skips one: no error reply, and the next command served.
+        let reply = pair.cmdq.receive_any(LONG)?;
+        check!((reply.function(), reply.sequence) == (Ok(MsgFunction::Nop), 8))?;
+        check!((reply.rpc_result, &reply.payload[..]) == (fw::NV_OK, &b"hi"[..]))?;
+        check!((pair.gsp.stats.stray, pair.gsp.stats.malformed) == (1, 0))
+    }
+
+    #[test]
+    fn gsp_refuses_a_split_command_another_ends_and_takes_that_one_next() -> Result {
+        let mut pair = Pair::new()?;
+        // A full head announcing two elements' worth, then another command at once.
+        let bytes = Pair::pattern(R570_CHUNK, 3)?;
+        let head = echo_payload(u32::try_from(2 * R570_CHUNK)?, &bytes)?;
+        post_r570_commands(
+            &pair,
+            &[
+                (MsgFunction::VgspEcho.into(), 5, &head[..R570_CHUNK]),
+                (MsgFunction::Nop.into(), 6, b"hi"),
+            ],
+        )?;
+        pair.gsp_run()?;
+        let refused = pair.cmdq.receive_any(LONG)?;
+        check!((refused.function(), refused.sequence) == (Ok(MsgFunction::VgspEcho), 5))?;
+        check!(refused.rpc_result == fw::NV_ERR_INVALID_ARGUMENT)?;
+        let served = pair.cmdq.receive_any(LONG)?;
+        check!((served.function(), served.sequence) == (Ok(MsgFunction::Nop), 6))?;
+        check!((served.rpc_result, &served.payload[..]) == (fw::NV_OK, &b"hi"[..]))?;
+        check!(pair.gsp.stats.malformed == 1)
     }
 
     #[test]

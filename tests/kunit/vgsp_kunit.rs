@@ -17,6 +17,7 @@ pub mod gsp_thread;
 
 pub mod cmdq_double_fetch;
 pub mod cmdq_errors;
+pub mod cmdq_nomem;
 pub mod cmdq_rings;
 pub mod cmdq_split;
 pub mod copy_engine;
@@ -50,6 +51,7 @@ pub static SUITES: &[&Suite] = &[
     &cmdq_errors::tests::KUNIT_SUITE,
     &cmdq_split::tests::KUNIT_SUITE,
     &cmdq_double_fetch::tests::KUNIT_SUITE,
+    &cmdq_nomem::tests::KUNIT_SUITE,
     &vgsp_commands::tests::KUNIT_SUITE,
     &gsp_e2e::tests::KUNIT_SUITE,
     &gsp_waits::tests::KUNIT_SUITE,
@@ -70,6 +72,9 @@ pub static KERNEL_ONLY_SUITES: &[&str] = &["nova_core_ivshmem"];
 
 /// The suites of [`SUITES`] that no kernel runs, by name: each is in a
 /// `#![cfg(not(CONFIG_RUST))]` file, as it needs a facility of the host shim alone
-/// ([`cmdq_double_fetch`]: the shim's read observer). `vgsp-host --list-suites --kernel`
-/// leaves them out.
-pub static HOST_ONLY_SUITES: &[&str] = &["nova_core_gsp_cmdq_double_fetch"];
+/// ([`cmdq_double_fetch`]: the shim's read observer; [`cmdq_nomem`]: its allocation-failure
+/// injection). `vgsp-host --list-suites --kernel` leaves them out.
+pub static HOST_ONLY_SUITES: &[&str] = &[
+    "nova_core_gsp_cmdq_double_fetch",
+    "nova_core_gsp_cmdq_nomem",
+];

@@ -182,7 +182,8 @@ impl Gsp {
 
     /// Receives messages no one awaits until one that is not an event without a handler
     /// arrives, and decodes it as `M`; the GSP's log lines that arrive meanwhile are
-    /// printed. The whole wait ends within `timeout`, however many messages arrive.
+    /// printed, and messages of functions the driver does not know are skipped and logged.
+    /// The whole wait ends within `timeout`, however many messages arrive.
     ///
     /// # Errors
     ///

@@ -16,8 +16,10 @@ use nova_core::gsp::{
     },
     fw::{
         self,
+        Delimiter,
         GspMsgElement,
         MsgFunction,
+        Next,
         ELEMENT_HEADER_SIZE,
         MAX_ELEMENT_PAGES, //
     },
@@ -79,15 +81,33 @@ pub(crate) struct Assembly {
     sequence: u32,
     /// Payload bytes of the whole command.
     total: usize,
-    /// Payload bytes received so far, at the start of `rx_buf`.
-    filled: usize,
+    /// Where the command ends ([`fw::Delimiter`]); its length is the bytes received so
+    /// far, at the start of `rx_buf`.
+    delimiter: Delimiter,
 }
 
 impl Vgsp<'_> {
-    /// Consumes the command element at our read pointer and acts on it.
+    /// Consumes the command element at our read pointer and acts on it, delimiting
+    /// commands by [`fw::Delimiter`], the rule of the driver's receive: a split command
+    /// goes on while the next element is a continuation record of it (numbered as its head,
+    /// or as the element before it plus one); any other element ends it (refused, shorter
+    /// than its own fields say) and is taken at the next step. A
+    /// valid continuation record while no command is open is skipped and counted
+    /// ([`Stats::stray`](crate::Stats::stray)), not refused.
     pub(crate) fn consume_element(&mut self, available: u32) -> Result {
         let mut raw = GspMsgElement::default();
         self.read_cmd_bytes(0, raw.as_mut_bytes())?;
+        if let Some(asm) = self.assembly.take() {
+            if asm.delimiter.next(&raw) == Next::Ends {
+                // The element stays on the ring for the next step.
+                return self.reject(
+                    asm.function,
+                    asm.sequence,
+                    "split command ended before its length",
+                );
+            }
+            self.assembly = Some(asm);
+        }
         let elem_count = raw.elem_count;
         if elem_count == 0 || elem_count > MAX_ELEMENT_PAGES || elem_count > available {
             // Cannot be delimited: drop what is published and complain.
@@ -115,35 +135,37 @@ impl Vgsp<'_> {
             }
         };
 
-        if header.rpc.function == u32::from(MsgFunction::ContinuationRecord) {
+        if fw::is_continuation(&header) {
             self.stats.continuations_in += 1;
             let Some(mut asm) = self.assembly.take() else {
-                return self.reject(
-                    header.rpc.function,
-                    header.rpc.sequence,
-                    "continuation record without a command",
-                );
+                // A stray record: skipped, as the driver skips one.
+                self.stats.stray += 1;
+                return Ok(());
             };
-            if asm.sequence != header.rpc.sequence || asm.filled + chunk_len > asm.total {
+            // `Delimiter::next` let through only a record of this command.
+            if asm.delimiter.len() + chunk_len > asm.total {
                 return self.reject(
                     asm.function,
                     asm.sequence,
-                    "continuation record of another command or beyond it",
+                    "continuation record beyond its command",
                 );
             }
             // `copy_and_check` put the chunk right after what came before.
-            asm.filled += chunk_len;
-            if asm.filled == asm.total {
+            asm.delimiter.append(&header, chunk_len);
+            if asm.delimiter.len() == asm.total {
                 return self.handle_received(asm.function, asm.sequence, asm.total);
+            }
+            if asm.delimiter.is_whole() {
+                return self.reject(
+                    asm.function,
+                    asm.sequence,
+                    "split command ended before its length",
+                );
             }
             self.assembly = Some(asm);
             return Ok(());
         }
 
-        if self.assembly.take().is_some() {
-            // A new command arrived while continuations were due: the split one is lost.
-            self.stats.malformed += 1;
-        }
         // A command's `rpc.length` covers its own chunk only, the head's too (`validate_header`
         // refuses more); where a split command ends, the command itself says.
         let total = match command_payload_len(header.rpc.function, &self.rx_buf[..chunk_len]) {
@@ -157,27 +179,28 @@ impl Vgsp<'_> {
                 )
             }
         };
-        // Only a full head is followed by continuation records.
-        if total > chunk_len && chunk_len != fw::MAX_ELEMENT_PAYLOAD {
-            return self.reject(
-                header.rpc.function,
-                header.rpc.sequence,
-                "split command whose head is not full",
-            );
-        }
-        if total > chunk_len {
-            if self.rx_buf.len() < total {
-                self.rx_buf.resize(total, 0, GFP_KERNEL)?;
+        let delimiter = Delimiter::head(&header, chunk_len, Some(total));
+        if delimiter.is_whole() {
+            if total > chunk_len {
+                // Only a full head is followed by continuation records.
+                return self.reject(
+                    header.rpc.function,
+                    header.rpc.sequence,
+                    "split command whose head is not full",
+                );
             }
-            self.assembly = Some(Assembly {
-                function: header.rpc.function,
-                sequence: header.rpc.sequence,
-                total,
-                filled: chunk_len,
-            });
-            return Ok(());
+            return self.handle_received(header.rpc.function, header.rpc.sequence, chunk_len);
         }
-        self.handle_received(header.rpc.function, header.rpc.sequence, chunk_len)
+        if self.rx_buf.len() < total {
+            self.rx_buf.resize(total, 0, GFP_KERNEL)?;
+        }
+        self.assembly = Some(Assembly {
+            function: header.rpc.function,
+            sequence: header.rpc.sequence,
+            total,
+            delimiter,
+        });
+        Ok(())
     }
 
     /// Validates `raw`, the header of the command element at our read pointer, copied out
@@ -191,11 +214,10 @@ impl Vgsp<'_> {
         let (header, chunk_len) = fw::validate_header(raw.as_bytes(), raw.elem_count)?;
         let at = match &self.assembly {
             Some(asm)
-                if header.rpc.function == u32::from(MsgFunction::ContinuationRecord)
-                    && asm.sequence == header.rpc.sequence
-                    && asm.filled + chunk_len <= asm.total =>
+                if asm.delimiter.next(&header) == Next::Append
+                    && asm.delimiter.len() + chunk_len <= asm.total =>
             {
-                asm.filled
+                asm.delimiter.len()
             }
             _ => 0,
         };

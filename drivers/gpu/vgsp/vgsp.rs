@@ -178,6 +178,9 @@ pub struct Stats {
     pub events: u64,
     /// Malformed commands answered with an error reply.
     pub malformed: u64,
+    /// Stray continuation records (valid, while no command was open) skipped, as the
+    /// driver's receive skips one ([`nova_core::gsp::fw::Delimiter`]).
+    pub stray: u64,
     /// Copy-engine copies finished.
     pub copies: u64,
     /// Copy-engine copies abandoned because their barrier refused a `complete_tx`.

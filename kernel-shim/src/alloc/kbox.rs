@@ -107,6 +107,9 @@ impl<T, A: Allocator> Box<T, A> {
             // A zero-sized value takes no memory: this allocates nothing and cannot fail.
             return Ok(Box(HeapBox::new(MaybeUninit::uninit()), PhantomData));
         }
+        if super::inject_failure() {
+            return Err(AllocError);
+        }
         // SAFETY: `layout` is not zero-sized.
         let raw = unsafe { alloc_crate::alloc::alloc(layout) }.cast::<MaybeUninit<T>>();
         if raw.is_null() {

@@ -152,6 +152,10 @@ impl<T, A: Allocator> Vec<T, A> {
     /// - [`AllocError`] if the memory cannot be had, or the grown vector would exceed
     ///   `usize::MAX` elements or `isize::MAX` bytes.
     pub fn reserve(&mut self, additional: usize, _flags: Flags) -> Result<(), AllocError> {
+        // Only a reservation that grows the storage allocates, and may be made to fail.
+        if self.buf.capacity() - self.buf.len() < additional && super::inject_failure() {
+            return Err(AllocError);
+        }
         self.buf.try_reserve(additional).map_err(|_| AllocError)
     }
 

@@ -103,6 +103,26 @@ fn replays_an_r570_split_message_as_one() {
     );
 }
 
+/// A message of one element exactly full with nothing published after it is whole: the
+/// replay's receives have a zero timeout, and the grace after a full element ends it.
+#[test]
+fn replays_one_full_element_as_a_whole_message() {
+    let mut pair = Pair::new().unwrap();
+    let payload = Pair::pattern(R570_CHUNK, 5).unwrap();
+    let function = u32::from(MsgFunction::Nop);
+    for (el, slots) in r570_message(0, function, 3, &payload).unwrap().iter() {
+        pair.gsp.post_raw(el, *slots).unwrap();
+    }
+    let mut region = vec![0u8; GSPQ_BYTES];
+    pair.view().read_bytes(GSPQ_OFFSET, &mut region).unwrap();
+    let (code, out, _) = replay(&region, &[]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        out,
+        format!("ok seq=0 function={function} len=65456 elems=16\nend rptr=16\n")
+    );
+}
+
 #[test]
 fn damaged_element_is_reported_and_the_next_one_still_arrives() {
     let mut region = recorded();

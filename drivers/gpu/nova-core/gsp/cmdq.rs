@@ -162,34 +162,59 @@
 //!
 //! - Nouveau knows the length of every message it receives, as it receives only what a
 //!   caller asked for. This queue also receives what nobody asked for (events, replies
-//!   whose command did not say): such a message collects the continuation records that
-//!   follow its head as they arrive, and is whole after the first element that is not
-//!   full, or when the next element is not a continuation record. A message whose last
-//!   element happens to be full so stays open until the next element (or a later
-//!   receive) ends it: the protocol has no other end mark.
+//!   whose command did not say): such a message is delimited by [`fw::Delimiter`], the
+//!   rule the virtual GSP's receive uses too, and the one place it is stated (which
+//!   records continue a message, and the [`RECORD_TIMEOUT`] grace after a full element).
+//!   A send that takes what is published to make room does not wait that grace, as it
+//!   holds the `tx` lock and every other sender with it: it leaves such a message open,
+//!   and the next wait resumes it and waits the grace.
 //! - Nouveau reads `expected` bytes whatever the elements say; here every element is
-//!   checked (its sequence, its function) and a continuation record that comes when none
-//!   may (after an element not full, or past the length expected) is refused.
+//!   checked (its sequence, its function). A valid continuation record that continues no
+//!   message (after an element that ends its message, or past the length expected) is a
+//!   stray record: consumed, skipped as a message for others and logged, no error for the
+//!   waiter.
 //! - A reply that reports an error (`rpc_result`) is taken as it is, however short: it
 //!   carries none of its type's payload.
 //! - A message is reassembled in one `KVec`, so in a kernel it is bounded by `kmalloc`'s
-//!   largest allocation (4 MiB on x86_64 and arm64) as well as by [`fw::MAX_RPC_PAYLOAD`]: a
-//!   message nobody expects a length of grows by doubling from its head's chunk, which
-//!   stays within it for whole elements, but one of more than 64 whole elements and a
-//!   part would need more and is refused with `ENOMEM`.
+//!   largest allocation (4 MiB on x86_64 and arm64), which [`fw::MAX_RPC_PAYLOAD`] is: a
+//!   message nobody expects a length of grows by doubling from its head's chunk, and
+//!   moves to an allocation of exactly the largest RPC rather than double past it.
+//!
+//! # Memory
+//!
+//! No message is lost for want of memory. Every element is copied out and checked
+//! without an allocation (into the message's buffer when it has room, else into a buffer
+//! of one element's payload allocated with the queue), the room for the messages handed
+//! over to the waits is allocated with the queue, and the memory a message's bytes go to
+//! is reserved before the element that carries them is consumed (`cmdq/receive.rs`). If
+//! it cannot be had, the receive fails with `ENOMEM` and consumes nothing: the element
+//! stays on the ring, a message half reassembled stays in the queue, and a retry resumes
+//! there ([`Fault::NoMemory`]). A caller awaiting a reply retries with
+//! [`PendingReply::wait_retryable`].
 //!
 //! # Errors on receive
 //!
 //! Every refusal leaves the queue usable: the next valid message is received as if
 //! nothing had happened, and [`Cmdq::last_fault`] says in a few words what was wrong.
-//! No GSP content makes the driver panic, read or write outside `GspMem`, or wait
-//! beyond the caller's timeout. A refusal of an element (the faults that consume it) goes
+//! No GSP content makes the driver panic, or read or write outside `GspMem`. A wait ends
+//! within the caller's timeout, but for the message it is receiving when the timeout ends:
+//! at most [`RECORD_TIMEOUT`] after a full element, longer only while the GSP keeps
+//! publishing that message's records, each within [`RECORD_TIMEOUT`] of the one before,
+//! up to the largest RPC.
+//!
+//! A message of a function the driver does not know is no error for a waiter: it answers
+//! none of the driver's commands, so it is never taken for a reply; the waits that skip
+//! messages skip it ([`Gsp::wait_for`](crate::gsp::Gsp::wait_for)), a single typed receive
+//! reports it as not the message asked for (`ERANGE`, [`Fault::UnknownFunction`]), and
+//! wherever it is skipped it is logged with its number, as RM's `_kgspProcessRpcEvent()`
+//! logs and ignores a message it does not expect. [`Cmdq::receive_any`], which takes any
+//! message, returns it as it is. A refusal of an element (the faults that consume it) goes
 //! to the waits that take any message, as the message would have, or, when the message
 //! it belongs to is known ("to the message's caller"), to the caller awaiting that
 //! message as its reply if one does; with none running it is logged and counted
 //! ([`Cmdq::delivery`]). A continuation record refused for any reason takes the message
 //! it continues with it, so its refusal goes to that message's caller. The ring's own
-//! errors (the faults that consume nothing) go to the receiver.
+//! errors and `ENOMEM` (the faults that consume nothing) go to the receiver.
 //!
 //! The faults are [`Fault`]'s variants, one per class, each with its errno
 //! ([`Fault::errno`]), what the receive consumes for it ([`Fault::consumes`]) and its
@@ -249,6 +274,7 @@ pub use self::{
     },
     wait::{
         NAP,
+        RECORD_TIMEOUT,
         SEND_TIMEOUT, //
     },
 };
@@ -456,14 +482,18 @@ impl Cmdq {
             }
             Ok::<_, Error>(queues)
         })();
+        // Everything the receive needs is allocated here, once: no message is dropped for
+        // want of memory later.
+        let rx = CmdqRx::new();
+        let replies = Replies::new();
         // INVARIANT: `DmaGspMem` stored both our pointers as 0; nothing is known yet.
         try_pin_init!(Self {
             dev: dev.into(),
             gsp_mem: gsp_mem?,
             tx <- new_mutex!(CmdqTx::new()),
-            rx <- new_mutex!(CmdqRx::new()),
+            rx <- new_mutex!(rx?),
             events <- new_mutex!(Events::default()),
-            replies <- new_mutex!(Replies::new()),
+            replies <- new_mutex!(replies?),
             queues: queues?,
         }? Error)
     }
@@ -557,8 +587,9 @@ impl Cmdq {
 
     /// Receives messages within `budget` until one arrives that `skip` says to
     /// [`Skip::Take`], and returns it; `skip` sees every message before (unasked events
-    /// without a handler, say) and says what it did with it. The whole wait ends within
-    /// `budget`, however many messages are skipped. An event passed over
+    /// without a handler, say) and says what it did with it. A message of a function the
+    /// driver does not know is passed over without asking `skip`, and logged. The whole
+    /// wait ends within `budget`, however many messages are skipped. An event passed over
     /// ([`Skip::PassOver`]) is counted as one without a handler ([`EventCounts::unhandled`]).
     ///
     /// # Errors
@@ -573,10 +604,14 @@ impl Cmdq {
     ) -> Result<GspMessage> {
         self.listening(|| loop {
             let msg = self.wait_delivered(Want::Any, budget)?;
-            match skip(&msg) {
-                Skip::Take => return Ok(msg),
-                Skip::PassOver if is_event(&msg) => self.pass_over(msg.function),
-                Skip::PassOver => {}
+            if msg.function().is_err() {
+                self.skip_unknown(msg.function, msg.sequence);
+            } else {
+                match skip(&msg) {
+                    Skip::Take => return Ok(msg),
+                    Skip::PassOver if is_event(&msg) => self.pass_over(msg.function),
+                    Skip::PassOver => {}
+                }
             }
             // A skipped message does not extend the wait; this also starts the clock if
             // every look so far found a message.
@@ -590,9 +625,9 @@ impl Cmdq {
     ///
     /// # Errors
     ///
-    /// - `ERANGE` if the message is a known function other than `M`'s (it is consumed).
-    /// - `EINVAL` if the function is unknown, or the reply carries a non-zero
-    ///   `rpc_result`.
+    /// - `ERANGE` if the message is not the one asked for: of a function other than `M`'s,
+    ///   or of one the driver does not know (logged). It is consumed.
+    /// - `EINVAL` if the reply carries a non-zero `rpc_result`.
     /// - Any error of [`Cmdq::receive_any`] or [`MessageFromGsp::read`].
     pub fn receive_msg<M: MessageFromGsp>(&self, timeout: Delta) -> Result<M> {
         let function = u32::from(M::FUNCTION);
@@ -642,9 +677,10 @@ impl Cmdq {
     ///
     /// As [`Cmdq::receive_msg`], less the receive's own.
     pub fn read_msg<M: MessageFromGsp>(&self, msg: &GspMessage) -> Result<M> {
-        let function = msg
-            .function()
-            .map_err(|_| self.fault(Fault::UnknownFunction))?;
+        let Ok(function) = msg.function() else {
+            self.skip_unknown(msg.function, msg.sequence);
+            return Err(self.fault(Fault::UnknownFunction));
+        };
         if function != M::FUNCTION {
             return Err(self.fault(Fault::OtherFunction));
         }
@@ -652,18 +688,25 @@ impl Cmdq {
             return Err(self.fault(Fault::ReplyReportsError));
         }
         // The reader's errno is kept: it says more than the fault's.
-        read_payload(&msg.payload).inspect_err(|_| {
-            self.fault(Fault::ReplyUndecodable);
+        read_payload(&msg.payload).inspect_err(|&e| {
+            self.fault(match e {
+                ENOMEM => Fault::NoMemory,
+                _ => Fault::ReplyUndecodable,
+            });
         })
     }
 }
 
 /// A command sent with its reply awaited ([`Cmdq::submit`]), whose reply
-/// [`PendingReply::wait`] takes. Dropped without a wait, or after a wait that timed out,
-/// it abandons the reply: dropped when it comes.
+/// [`PendingReply::wait`] takes. Dropped without a wait, or after a wait that failed, it
+/// abandons the reply: dropped when it comes. A caller that retries after `ENOMEM` or
+/// `ETIMEDOUT` waits with [`PendingReply::wait_retryable`], which keeps it.
 pub struct PendingReply<'a, R> {
     cmdq: &'a Cmdq,
     sequence: u32,
+    /// The reply, taken, whose read as an `R` found no memory: the next
+    /// [`PendingReply::wait_retryable`] reads it again.
+    parked: Option<GspMessage>,
     _reply: PhantomData<fn() -> R>,
 }
 
@@ -686,13 +729,45 @@ impl<'a, R: MessageFromGsp> PendingReply<'a, R> {
         cmdq.take_msg(msg)
     }
 
+    /// Waits up to `timeout` for the reply and reads it as an `R`, as [`PendingReply::wait`],
+    /// but a failed wait leaves the reply awaited: after `ENOMEM` (the reply, or what comes
+    /// before it, stays on the ring, or the reply is kept here when its read had no memory)
+    /// or `ETIMEDOUT` the caller may wait again, or drop this to abandon the reply. Once
+    /// the reply is read, as an `R` or refused, nothing is left to wait for.
+    ///
+    /// Ours: upstream waits once, in [`Cmdq::send_command`].
+    ///
+    /// # Errors
+    ///
+    /// As [`PendingReply::wait`], and `ENOMEM` if the receive had no memory for an element.
+    pub fn wait_retryable(&mut self, timeout: Delta) -> Result<R> {
+        let msg = match self.parked.take() {
+            Some(msg) => msg,
+            None => self
+                .cmdq
+                .wait_delivered(Want::Reply(self.sequence), &mut Budget::new(timeout))?,
+        };
+        match self.cmdq.read_msg(&msg) {
+            Err(ENOMEM) => {
+                // Kept for the retry: the reply is off the ring and nowhere else.
+                self.parked = Some(msg);
+                Err(ENOMEM)
+            }
+            read => {
+                self.cmdq.recycle(msg);
+                read
+            }
+        }
+    }
+
     /// Waits up to `timeout` for the reply, whatever it says.
     ///
     /// # Errors
     ///
     /// - `ETIMEDOUT` if the reply does not come in time.
     /// - `ERESTARTSYS` if a signal ended the wait.
-    /// - The ring's errors while this wait receives.
+    /// - The ring's errors while this wait receives, and `ENOMEM` if the receive had no
+    ///   memory for an element (it stays on the ring; the reply is abandoned with this).
     pub fn wait_message(self, timeout: Delta) -> Result<GspMessage> {
         self.wait_message_within(&mut Budget::new(timeout))
     }

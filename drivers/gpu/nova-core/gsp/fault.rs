@@ -135,21 +135,32 @@ faults! {
     BadChecksum => (EIO, Element, Gsp, "bad checksum"),
     /// The element's sequence number is not after the previous element's.
     SequenceWentBack => (EIO, Element, Gsp, "element sequence number went back"),
-    /// A continuation record without a head, or after an element that ends its message.
+    /// A valid continuation record that continues no message (a stray record: without a
+    /// head, or after an element that ends its message). Not an error: the receive
+    /// consumes it, skips it as a message for others and logs this reason; no wait gets
+    /// its errno.
     ContinuationWithoutHead => (EIO, Element, Gsp, "continuation record without a head"),
-    /// A continuation record of another RPC: the message's caller gets the fault.
-    ContinuationOfAnotherRpc => (EIO, Message, Gsp, "continuation record of another RPC"),
+    /// A continuation record of another message after a full element: numbered neither as
+    /// the message's first element nor as the one after its last. Not an error: it ends
+    /// the open message, which is whole ([`crate::gsp::fw::Delimiter`]), and is then a
+    /// stray record ([`Fault::ContinuationWithoutHead`]); no wait gets its errno.
+    ContinuationOfAnotherRpc => (EIO, Element, Gsp, "continuation record of another RPC"),
     /// Continuation records past the largest RPC (4 MiB): the message's caller gets the
     /// fault.
     ContinuationsBeyondLargestRpc =>
         (EIO, Message, Gsp, "continuation records beyond the largest RPC"),
-    /// No memory to reassemble the message.
-    NoMemory => (ENOMEM, Message, Driver, "no memory for the message"),
+    /// No memory for the element at the read pointer: nothing is consumed, the element
+    /// stays on the ring and a message half reassembled stays open, so the receive may be
+    /// retried.
+    NoMemory => (ENOMEM, Nothing, Driver, "no memory for the message"),
     /// The message is shorter than the length its reader expects: the message's caller
     /// gets the fault.
     MessageShorterThanExpected => (EIO, Element, Gsp, "message shorter than expected"),
-    /// The message's function is none the driver knows.
-    UnknownFunction => (EINVAL, Element, Gsp, "unknown function"),
+    /// The message's function is none the driver knows. Not an error for a wait: such a
+    /// message answers no command, the waits that skip messages skip it, and a single
+    /// typed receive reports it as not the message asked for, with this errno; it is
+    /// logged with its number wherever it is skipped.
+    UnknownFunction => (ERANGE, Element, Gsp, "unknown function"),
     /// The message's function is not the one waited for.
     OtherFunction => (ERANGE, Element, Gsp, "function not the one waited for"),
     /// The reply reports an error (a non-zero `rpc_result`).

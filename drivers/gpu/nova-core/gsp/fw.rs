@@ -47,11 +47,12 @@
 //!
 //! An RPC whose element would exceed [`GSP_MSG_QUEUE_ELEMENT_SIZE_MAX`] is split: the
 //! *head* element is full (16 slots) and carries the first [`MAX_ELEMENT_PAYLOAD`]
-//! payload bytes, its `rpc.length` holding the header plus the *whole* payload (as the
-//! GSP does for its large messages); each following element has the function
-//! [`MsgFunction::ContinuationRecord`], the same `rpc.sequence`, and the next chunk as its
-//! payload, until the whole length has been carried. A receiver therefore knows from the
-//! head alone how many bytes to reassemble.
+//! payload bytes; each following element has the function
+//! [`MsgFunction::ContinuationRecord`] and the next chunk as its payload, and is numbered
+//! (`rpc.sequence`) as the head where this driver and the virtual GSP send it, or as the
+//! record before it plus one where RM does. Every element's `rpc.length` is the RPC
+//! header and its own chunk, the head's too, so nothing on the wire says where a split
+//! message ends: [`Delimiter`] is the rule both receivers delimit messages by.
 
 use bitfield_struct::bitfield;
 use kernel::prelude::*;
@@ -627,6 +628,130 @@ pub fn verify_checksum(header: &GspMsgElement, chunk: &[u8]) -> core::result::Re
     let mut sum = Checksum::of_header(header);
     sum.update(chunk);
     sum.verify()
+}
+
+/// Whether an element carrying `chunk_len` payload bytes is full: only a full element
+/// may be followed by a continuation record of its message.
+pub const fn is_full(chunk_len: usize) -> bool {
+    chunk_len == MAX_ELEMENT_PAYLOAD
+}
+
+/// Whether `header` is a continuation record.
+pub fn is_continuation(header: &GspMsgElement) -> bool {
+    header.rpc.function == u32::from(MsgFunction::ContinuationRecord)
+}
+
+/// Where a message ends: the one delimiting rule of both receivers, the driver's
+/// (`gsp::cmdq`) and the virtual GSP's (its command side).
+///
+/// - A message ends at its first element that is not full ([`is_full`]), or as soon as
+///   the length its reader expects is reached ([`Delimiter::is_whole`]).
+/// - After a full element, the next element continues the message if and only if it is a
+///   `CONTINUATION_RECORD` whose `rpc.sequence` is the message's first element's, or the
+///   previous element's (the last record's, or the head's) plus one ([`Delimiter::next`]).
+///   Any other element, a record of another message included, ends the message, which is
+///   whole, and stays on the ring to be received on its own.
+/// - If nothing is published after a full element, the driver's receive waits for the
+///   next element up to [`RECORD_TIMEOUT`] (100 ms): a fixed grace, whatever is left of
+///   the caller's timeout, and with a zero timeout (a replay) too. If none comes, the
+///   message is whole and is delivered: never a timeout for a complete message, never
+///   dropped. (The virtual GSP knows each command's length from the command itself, and
+///   keeps a command open until its records come.)
+///
+/// Why: nothing on the wire marks a message's end, as every element's `rpc.length` is its
+/// own chunk's. RM numbers each record as an RPC of its own, after the previous one
+/// (`_issueRpcLarge()` in open-gpu-kernel-modules), and a GSP that leaves the number alone
+/// gives every record the first element's: either way a record continues its message, and
+/// nothing else does. The GSP writes a split message's records one after the other, so a
+/// record that is coming comes well within the grace. A wait tied to the caller's
+/// deadline would either cut a message short when a receive runs near its deadline, or
+/// hold the queue for the whole deadline (seconds) for a message that exactly fills its
+/// last element.
+///
+/// Recovery, on both sides: an element that fails the checks (header, checksum, sequence,
+/// pointer) is refused: consumed (its `elemCount` slots, or every published slot when it
+/// cannot be delimited) and its error returned to the receive that met it. A valid element
+/// that is not the awaited message (another function, a function the driver does not
+/// know, or a continuation record that continues no message: a stray record) is consumed
+/// and skipped like a message of another type, and logged; it is no error for the waiter.
+///
+/// [`RECORD_TIMEOUT`]: crate::gsp::cmdq::RECORD_TIMEOUT
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delimiter {
+    /// The `rpc.sequence` of the message's first element.
+    first: u32,
+    /// The `rpc.sequence` of the message's last element so far.
+    last: u32,
+    /// Payload bytes received so far.
+    len: usize,
+    /// The payload length the reader expects, if it knows one.
+    expected: Option<usize>,
+    /// Whether the last element received was full.
+    last_full: bool,
+}
+
+/// What the element after a message's last one does to it ([`Delimiter::next`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// A continuation record of the message: appended to it.
+    Append,
+    /// Any other element: the message ends before it, and it stays on the ring.
+    Ends,
+}
+
+impl Delimiter {
+    /// Starts a message at its head, `header`, carrying `chunk_len` payload bytes; its
+    /// reader expects `expected` bytes, if it knows.
+    pub fn head(header: &GspMsgElement, chunk_len: usize, expected: Option<usize>) -> Self {
+        Self {
+            first: header.rpc.sequence,
+            last: header.rpc.sequence,
+            len: chunk_len,
+            expected,
+            last_full: is_full(chunk_len),
+        }
+    }
+
+    /// Returns whether the message is whole: its last element is not full, or the length
+    /// expected is reached. Otherwise the next element decides ([`Delimiter::next`]), or
+    /// the end of the wait for it.
+    pub fn is_whole(&self) -> bool {
+        !self.last_full || self.expected.is_some_and(|len| self.len >= len)
+    }
+
+    /// Returns what `next`, the header of the element after the message's last one,
+    /// does to the message, which is not whole: a continuation record numbered as the
+    /// first element or as the one after the last continues it.
+    pub fn next(&self, next: &GspMsgElement) -> Next {
+        let sequence = next.rpc.sequence;
+        let numbered = sequence == self.first || sequence == self.last.wrapping_add(1);
+        match is_continuation(next) && numbered {
+            true => Next::Append,
+            false => Next::Ends,
+        }
+    }
+
+    /// Appends the continuation record `record`, carrying `chunk_len` payload bytes.
+    pub fn append(&mut self, record: &GspMsgElement, chunk_len: usize) {
+        self.last = record.rpc.sequence;
+        self.len += chunk_len;
+        self.last_full = is_full(chunk_len);
+    }
+
+    /// Returns the payload bytes received so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Returns whether no payload byte was received (a head without payload).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Returns whether the message, ended, is shorter than its reader expects.
+    pub fn is_short(&self) -> bool {
+        self.expected.is_some_and(|len| self.len < len)
+    }
 }
 
 /// Bytes of one ring (63 slots).

@@ -10,7 +10,9 @@
 //! per receive attempt:
 //!
 //! - `ok seq=<seqNum> function=<u32> len=<payload bytes> elems=<slots consumed>` (a
-//!   reassembled continuation counts as one line with the total length);
+//!   reassembled continuation counts as one line with the total length). Each receive
+//!   has a zero timeout; a message whose last element is full with nothing published
+//!   after it is whole after the grace, `RECORD_TIMEOUT` (`nova_core::gsp::fw::Delimiter`);
 //! - `err <ERRNO> <reason>`;
 //!
 //! then `end rptr=<n>`. Exit status 0 for any content; 2 with a message for an

@@ -3,15 +3,37 @@
 //! The receive: taking elements off `gspq`, checking them on their copy and
 //! reassembling split messages (see "Split RPCs" and "Errors on receive" in the
 //! [`super`] documentation).
+//!
+//! Messages are delimited by [`Delimiter`], the rule the virtual GSP's receive uses too.
+//!
+//! # Memory
+//!
+//! No element is lost for want of memory. Each element is copied out of the ring and
+//! checked without an allocation: straight into the message's buffer when it has room
+//! already (a buffer given back, [`Cmdq::recycle`], or one reserved for the whole message),
+//! else into a buffer of one element's payload that the queue allocates when it is
+//! created. The room the message's buffer then needs (for a head, the whole message where
+//! its length is expected; for a continuation record, its chunk) is reserved before the
+//! element is consumed. If it cannot be had, nothing is consumed: the receive fails with
+//! `ENOMEM` ([`Fault::NoMemory`]), the element stays on the ring, a message half
+//! reassembled stays in the queue's state, and the next receive resumes where this one
+//! stopped.
+//!
+//! [`Cmdq::recycle`]: super::Cmdq::recycle
 
-use kernel::prelude::*;
+use kernel::{
+    alloc::AllocError,
+    prelude::*,
+    time::Delta, //
+};
 use zerocopy::IntoBytes;
 
 use super::{
     ring::DmaGspMem,
     wait::{
         poll_queue,
-        Budget, //
+        Budget,
+        RECORD_TIMEOUT, //
     },
     GspMessage,
     MsgqSignal, //
@@ -20,8 +42,9 @@ use crate::gsp::{
     fault::Fault,
     fw::{
         self,
+        Delimiter,
         GspMsgElement,
-        MsgFunction,
+        Next,
         ReadCursor,
         ELEMENT_HEADER_SIZE,
         MAX_ELEMENT_PAGES,
@@ -34,14 +57,18 @@ use crate::gsp::{
 /// Why a receive from the ring gave no message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum RxError {
-    /// The ring's own: nothing (more) published in time, or a write pointer the driver
-    /// does not believe. Nothing was consumed; a message half assembled stays so.
+    /// Nothing was consumed: the ring's own fault (nothing (more) published in time, a
+    /// write pointer the driver does not believe), or no memory for the element at the
+    /// read pointer ([`Fault::NoMemory`]). A message half reassembled stays so.
     Ring(Fault),
-    /// Elements were consumed and refused, or could not be kept ([`Fault::NoMemory`]).
+    /// Elements were consumed and refused.
     Refused(Fault),
     /// A message of this function and `rpc.sequence` was taken off the ring and refused:
     /// its reply's caller, if one awaits it, gets the refusal.
     Rejected(Fault, u32, u32),
+    /// A valid element that is no message's (a stray continuation record) was consumed
+    /// and skipped, for the reason given: it is logged, and no error for the waiter.
+    Skipped(Fault),
 }
 
 impl From<Fault> for RxError {
@@ -50,34 +77,108 @@ impl From<Fault> for RxError {
     }
 }
 
+/// What a receive does with a message still open: its last element full, nothing
+/// published after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Open {
+    /// Waits up to [`RECORD_TIMEOUT`] for the next element, whatever is left of the
+    /// budget; if none comes, the message is whole and delivered ([`Delimiter`]).
+    Grace,
+    /// Does not wait: keeps the message open for the next receive, which resumes it and
+    /// waits the grace. For a send taking what is published to make room, which holds the
+    /// send lock and must not hold every other sender up for a grace.
+    Keep,
+}
+
+/// Makes room in `payload` for `additional` more bytes, which take it to at most
+/// [`MAX_RPC_PAYLOAD`], without asking for more than that: a `KVec` doubles its capacity
+/// as it grows, which past half of it would ask `kmalloc` for more than its largest
+/// allocation (4 MiB on x86_64 and arm64), a failure no retry would cure. The bytes are
+/// then moved to an allocation of exactly the largest RPC.
+///
+/// # Errors
+///
+/// - [`AllocError`] if the memory cannot be had; `payload` is unchanged.
+fn make_room(payload: &mut KVec<u8>, additional: usize) -> Result<(), AllocError> {
+    let need = payload.len() + additional;
+    if need <= payload.capacity() {
+        return Ok(());
+    }
+    if payload.capacity().saturating_mul(2) <= MAX_RPC_PAYLOAD {
+        return payload.reserve(additional, GFP_KERNEL);
+    }
+    let mut largest = KVec::with_capacity(need.max(MAX_RPC_PAYLOAD), GFP_KERNEL)?;
+    largest.extend_from_slice(payload, GFP_KERNEL)?;
+    *payload = largest;
+    Ok(())
+}
+
+/// Copies the payload of the element at `ring`'s read pointer, whose checked header is
+/// `header`, into `copy`, and checks the copy, and the sequence number against `last`,
+/// the last one received.
+fn check_copy(
+    mem: &DmaGspMem,
+    ring: &ReadCursor,
+    last: Option<u32>,
+    header: &GspMsgElement,
+    copy: &mut [u8],
+) -> Result<(), Fault> {
+    mem.read_element_bytes(ring, ELEMENT_HEADER_SIZE, copy)
+        .map_err(|_| Fault::ElementOutsideSharedMemory)?;
+    fw::verify_checksum(header, copy)?;
+    if let Some(last) = last {
+        // Forward jumps are allowed: slots dropped undelimited had numbers too. The GSP's
+        // side (`vgsp::commands`) demands the next number exactly, as r570's receive does:
+        // the driver never drops a slot it published, and the element copy and its checks
+        // are otherwise the same on both sides (`fw::validate_header`,
+        // `fw::verify_checksum`).
+        if header.seq_num.wrapping_sub(last).wrapping_sub(1) >= 1 << 31 {
+            return Err(Fault::SequenceWentBack);
+        }
+    }
+    Ok(())
+}
+
+/// The payload lengths the readers of messages expect ([`Replies::expected_len`]).
+///
+/// [`Replies::expected_len`]: super::replies::Replies::expected_len
+pub(super) trait Expected {
+    /// Returns the payload length expected of the message of `function` and
+    /// `rpc.sequence`, if a reader expects one.
+    fn len(&self, function: u32, sequence: u32) -> Option<usize>;
+
+    /// Notes that the head of that message was consumed: a length noted for it alone is
+    /// used up.
+    fn used(&self, function: u32, sequence: u32);
+}
+
+/// Where [`CmdqRx::copy_and_check`] copied an element's payload to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Chunk {
+    /// To the end of the message's buffer, which had room for it already.
+    Placed,
+    /// To the element buffer: the message's buffer must grow for it first.
+    Staged,
+}
+
 /// A message whose head was received and whose continuation records may still come.
 struct Partial {
     /// The head's header.
     head: GspMsgElement,
-    /// The payload length its reader expects, if one does ([`Replies::expected_len`]): the
-    /// message is whole once it has that many bytes, and refused if it ends with fewer.
-    expected: Option<usize>,
+    /// Where the message ends.
+    delimiter: Delimiter,
     /// Slots consumed so far.
     elem_count: u32,
     /// The payload received so far.
     payload: KVec<u8>,
-    /// Whether its last element was full: only a full element may be continued.
-    last_full: bool,
 }
 
 impl Partial {
-    /// Whether no continuation record can follow: the last element was not full, or the
-    /// length expected is reached.
-    fn is_whole(&self) -> bool {
-        !self.last_full || self.expected.is_some_and(|len| self.payload.len() >= len)
-    }
-
     /// Ends the message: it, or its refusal if it is shorter than expected. A reply that
     /// reports an error (`rpc_result`) carries none of its type's payload, and is taken as
     /// it is.
     fn finish(self) -> Result<GspMessage, RxError> {
-        let short = self.expected.is_some_and(|len| self.payload.len() < len);
-        if short && self.head.rpc.rpc_result == fw::NV_OK {
+        if self.delimiter.is_short() && self.head.rpc.rpc_result == fw::NV_OK {
             return Err(RxError::Rejected(
                 Fault::MessageShorterThanExpected,
                 self.head.rpc.function,
@@ -99,17 +200,15 @@ impl Partial {
 ///
 /// # Invariants
 ///
-/// `ring`'s read pointer is what the driver last stored in `cpuq.rx.readPtr`; what it
-/// knows published it learnt from [`DmaGspMem::gsp_write_ptr`].
+/// - `ring`'s read pointer is what the driver last stored in `cpuq.rx.readPtr`; what it
+///   knows published it learnt from [`DmaGspMem::gsp_write_ptr`].
+/// - `element` is [`MAX_ELEMENT_PAYLOAD`] bytes long.
 pub(super) struct CmdqRx {
     pub(super) ring: ReadCursor,
-    /// The sequence number of the last element received.
+    /// The sequence number of the last element consumed whole.
     rx_seq: Option<u32>,
-    /// A split message whose continuation records are still to come.
+    /// A message whose last element was full: the next element decides whether it goes on.
     partial: Option<Partial>,
-    /// What the next receive returns before it looks at the ring: the message that
-    /// interrupted a split one, whose refusal was returned first.
-    ready: Option<Result<GspMessage, RxError>>,
     /// What tells the driver that the GSP posted a message, if anything does.
     pub(super) signal: Option<&'static dyn MsgqSignal>,
     /// The buffer of a message already read, given back ([`Cmdq::recycle`]): the next
@@ -117,19 +216,27 @@ pub(super) struct CmdqRx {
     ///
     /// [`Cmdq::recycle`]: super::Cmdq::recycle
     pub(super) spare: KVec<u8>,
+    /// The payload of the element being received, copied out of the ring and checked
+    /// here before anything is allocated for it.
+    element: KVVec<u8>,
 }
 
 impl CmdqRx {
     /// Returns the receiving half of a queue whose pointers are both 0, nothing known yet.
-    pub(super) fn new() -> Self {
-        Self {
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if the buffer of one element cannot be had.
+    pub(super) fn new() -> Result<Self> {
+        // INVARIANT: nothing is known; `element` is made `MAX_ELEMENT_PAYLOAD` long.
+        Ok(Self {
             ring: ReadCursor::new(),
             rx_seq: None,
             partial: None,
-            ready: None,
             signal: None,
             spare: KVec::new(),
-        }
+            element: KVVec::from_elem(0, MAX_ELEMENT_PAYLOAD, GFP_KERNEL)?,
+        })
     }
 
     /// Moves the read pointer to `read_ptr`, within the ring, and forgets what was known
@@ -140,7 +247,6 @@ impl CmdqRx {
         self.ring.forget_published();
         self.rx_seq = None;
         self.partial = None;
-        self.ready = None;
     }
 
     /// Waits for an element within `budget` and returns the number of published slots.
@@ -201,17 +307,42 @@ impl CmdqRx {
         mem.advance_cpu_read_ptr(&mut self.ring, slots);
     }
 
-    /// Reads the header of the element at the read pointer (`available` slots published)
-    /// and checks that it can be delimited.
+    /// Consumes the element whose checked header is `header`: its slots are freed and its
+    /// sequence number is the last one received.
+    fn accept(&mut self, mem: &DmaGspMem, header: &GspMsgElement) {
+        self.consume(mem, header.elem_count);
+        self.rx_seq = Some(header.seq_num);
+    }
+
+    /// Copies the header of the element at the read pointer out of the ring.
+    ///
+    /// # Errors
+    ///
+    /// - `EIO` if the slot is outside the shared memory (the driver's mapping).
+    fn peek_header(&self, mem: &DmaGspMem) -> Result<GspMsgElement, RxError> {
+        let mut raw = GspMsgElement::default();
+        mem.read_element_bytes(&self.ring, 0, raw.as_mut_bytes())
+            .map_err(|_| RxError::Refused(Fault::ElementOutsideSharedMemory))?;
+        Ok(raw)
+    }
+
+    /// Delimits the element at the read pointer (`available` slots published), whose
+    /// header `raw` was peeked, copies its payload out of the ring and checks it ([`Chunk`]
+    /// says where it went); returns its header, the length of its chunk and where it is.
+    /// Allocates nothing and consumes nothing unless the element is refused.
     ///
     /// # Errors
     ///
     /// - `EIO` if its element count is 0, above 16 or above the published slots: every
     ///   published slot is then consumed.
-    fn peek_element(&mut self, mem: &DmaGspMem, available: u32) -> Result<GspMsgElement, RxError> {
-        let mut raw = GspMsgElement::default();
-        mem.read_element_bytes(&self.ring, 0, raw.as_mut_bytes())
-            .map_err(|_| RxError::Refused(Fault::ElementOutsideSharedMemory))?;
+    /// - `EIO` if a check of [`CmdqRx::copy_and_check`] fails: its slots are consumed.
+    fn check_element(
+        &mut self,
+        mem: &DmaGspMem,
+        raw: &GspMsgElement,
+        available: u32,
+        payload: &mut KVec<u8>,
+    ) -> Result<(GspMsgElement, usize, Chunk), Fault> {
         let undelimited = match raw.elem_count {
             0 => Some(Fault::ElementCountZero),
             n if n > MAX_ELEMENT_PAGES => Some(Fault::ElementCountAbove16),
@@ -221,189 +352,226 @@ impl CmdqRx {
         if let Some(fault) = undelimited {
             // The element cannot be delimited: drop everything published.
             self.consume(mem, available);
-            return Err(RxError::Refused(fault));
+            return Err(fault);
         }
-        Ok(raw)
+        let checked = self.copy_and_check(mem, raw, payload);
+        if checked.is_err() {
+            self.consume(mem, raw.elem_count);
+        }
+        checked
     }
 
-    /// Validates the element at the read pointer, whose header `raw` was peeked, appends
-    /// its payload to `payload` and consumes it; returns its header and the length of its
-    /// chunk.
+    /// Validates `raw`, the header of the element at the read pointer, then copies just
+    /// the payload bytes it announces (not the padding of the last slot) out of the ring,
+    /// verifies the checksum on that copy and checks the sequence number. The bytes go to
+    /// the end of `payload` if it has room for them already, else to the element buffer:
+    /// either way nothing is allocated, and `payload` is as it was if a check fails.
     ///
     /// The header is copied out of the ring once and every check is on that copy; the
-    /// payload bytes it announces are copied once, straight into `payload`, and the
-    /// checksum is verified there.
-    fn receive_element(
+    /// payload is copied once, and only the copy is used.
+    fn copy_and_check(
         &mut self,
         mem: &DmaGspMem,
         raw: &GspMsgElement,
         payload: &mut KVec<u8>,
-    ) -> Result<(GspMsgElement, usize), RxError> {
-        let result = self.copy_and_check(mem, raw, payload);
-        self.consume(mem, raw.elem_count);
-        let (header, chunk_len) = result?;
-        let seq = header.seq_num;
-        if let Some(last) = self.rx_seq {
-            // Forward jumps are allowed: slots dropped undelimited had numbers too. The
-            // GSP's side (`vgsp::commands`) demands the next number exactly, as r570's
-            // receive does: the driver never drops a slot it published, and the element
-            // copy and its checks are otherwise the same on both sides (`fw::validate_header`,
-            // `fw::verify_checksum`).
-            if seq.wrapping_sub(last).wrapping_sub(1) >= 1 << 31 {
-                return Err(RxError::Refused(Fault::SequenceWentBack));
-            }
-        }
-        self.rx_seq = Some(seq);
-        Ok((header, chunk_len))
-    }
-
-    /// Validates `raw`, the header of the element at the read pointer, then copies just
-    /// the payload bytes it announces (not the padding of the last slot) to the end of
-    /// `payload` and verifies the checksum on that copy. A continuation record that would
-    /// take `payload` past the largest RPC is refused before anything is allocated for it.
-    fn copy_and_check(
-        &self,
-        mem: &DmaGspMem,
-        raw: &GspMsgElement,
-        payload: &mut KVec<u8>,
-    ) -> Result<(GspMsgElement, usize), RxError> {
+    ) -> Result<(GspMsgElement, usize, Chunk), Fault> {
         let (header, chunk_len) = fw::validate_header(raw.as_bytes(), raw.elem_count)?;
         let start = payload.len();
-        // A head or a lone element starts at 0 and fits: only continuation records reach it.
-        if start + chunk_len > MAX_RPC_PAYLOAD {
-            return Err(RxError::Refused(Fault::ContinuationsBeyondLargestRpc));
+        // Within the capacity: this does not allocate, and cannot fail.
+        let placed = payload.capacity() - start >= chunk_len
+            && payload.resize(start + chunk_len, 0, GFP_KERNEL).is_ok();
+        let (chunk, copy) = match placed {
+            true => (Chunk::Placed, &mut payload[start..]),
+            // PANIC: `validate_header` bounds `chunk_len` by `MAX_ELEMENT_PAYLOAD`, the
+            // length of `element` (type invariant).
+            false => (Chunk::Staged, &mut self.element[..chunk_len]),
+        };
+        let checked = check_copy(mem, &self.ring, self.rx_seq, &header, copy);
+        if checked.is_err() {
+            payload.truncate(start);
         }
-        payload
-            .resize(start + chunk_len, 0, GFP_KERNEL)
-            .map_err(|_| RxError::Refused(Fault::NoMemory))?;
-        mem.read_element_bytes(&self.ring, ELEMENT_HEADER_SIZE, &mut payload[start..])
-            .map_err(|_| Fault::ElementOutsideSharedMemory)?;
-        fw::verify_checksum(&header, &payload[start..])?;
-        Ok((header, chunk_len))
+        checked.map(|()| (header, chunk_len, chunk))
     }
 
-    /// Receives the next message off the ring, whatever it is, within `budget`,
-    /// reassembling continuation records (see "Split RPCs" in the module documentation).
-    /// `expected` gives the payload length a message's reader expects, from its head's
-    /// function and `rpc.sequence`, where one does. A message that may still be continued
-    /// when nothing more comes in time stays half assembled for the next call.
+    /// Keeps a checked chunk, `chunk`, in `payload`, with room for `room` bytes in all:
+    /// where the chunk went to the element buffer, it is appended. Before the element is
+    /// consumed, so that without memory it stays on the ring.
     ///
     /// # Errors
     ///
-    /// A [`Fault`]'s, see "Errors on receive" in the module documentation.
+    /// - [`AllocError`] if the room cannot be had; the chunk is not in `payload`.
+    fn keep(
+        &self,
+        payload: &mut KVec<u8>,
+        chunk: Chunk,
+        chunk_len: usize,
+        room: usize,
+    ) -> Result<(), AllocError> {
+        let kept =
+            make_room(payload, room.saturating_sub(payload.len())).and_then(|()| match chunk {
+                Chunk::Placed => Ok(()),
+                Chunk::Staged => payload.extend_from_slice(&self.element[..chunk_len], GFP_KERNEL),
+            });
+        if kept.is_err() && chunk == Chunk::Placed {
+            payload.truncate(payload.len() - chunk_len);
+        }
+        kept
+    }
+
+    /// Receives the next message off the ring, whatever it is, reassembling continuation
+    /// records as [`Delimiter`] says. The first element is waited for within `budget`; the
+    /// element after a full one, as `open` says, whatever is left of `budget`. `expected`
+    /// gives the payload length a message's reader expects, where one does.
+    ///
+    /// So a receive ends at most [`RECORD_TIMEOUT`] after `budget`, unless the GSP keeps
+    /// publishing the records of the message being received, each within
+    /// [`RECORD_TIMEOUT`] of the one before, up to the largest RPC.
+    ///
+    /// # Errors
+    ///
+    /// A [`Fault`]'s, see "Errors on receive" in the module documentation;
+    /// [`RxError::Skipped`] for a stray continuation record, which is no error.
     pub(super) fn receive_message(
         &mut self,
         mem: &DmaGspMem,
         budget: &mut Budget,
-        expected: &dyn Fn(u32, u32) -> Option<usize>,
+        expected: &dyn Expected,
+        open: Open,
     ) -> Result<GspMessage, RxError> {
-        if let Some(ready) = self.ready.take() {
-            return ready;
-        }
         loop {
-            let available = self.wait_published(mem, budget)?;
-            let raw = match self.peek_element(mem, available) {
-                Ok(raw) => raw,
-                Err(e) => {
-                    // Its slots are gone, and the message they may have continued.
-                    self.partial = None;
-                    return Err(e);
+            let waited = match (&self.partial, open) {
+                // After a full element: a fixed grace, not what is left of the budget.
+                (Some(_), Open::Grace) => {
+                    self.wait_published(mem, &mut Budget::new(RECORD_TIMEOUT))
                 }
+                (Some(_), Open::Keep) => self.wait_published(mem, &mut Budget::new(Delta::ZERO)),
+                (None, _) => self.wait_published(mem, budget),
             };
-            if raw.rpc.function == u32::from(MsgFunction::ContinuationRecord) {
-                if let Some(done) = self.continue_partial(mem, &raw)? {
-                    return Ok(done);
+            let available = match waited {
+                Ok(available) => available,
+                Err(RxError::Ring(Fault::NothingPublished)) if open == Open::Grace => {
+                    // Nothing after a full element within the grace: whole.
+                    return match self.partial.take() {
+                        Some(partial) => partial.finish(),
+                        None => Err(RxError::Ring(Fault::NothingPublished)),
+                    };
                 }
-                continue;
-            }
-            // A head: a message still open ends here, with no more continuation records.
-            let open = self.partial.take();
-            let started = self.start_message(mem, &raw, expected);
-            let Some(open) = open else {
-                match started? {
+                Err(e) => return Err(e),
+            };
+            let raw = self.peek_header(mem)?;
+            if let Some(partial) = self.partial.take() {
+                if partial.delimiter.next(&raw) == Next::Ends {
+                    // Any other element, a record of another message included, ends it,
+                    // and stays for the next receive.
+                    return partial.finish();
+                }
+                match self.receive_continuation(mem, &raw, available, partial)? {
                     Some(msg) => return Ok(msg),
                     None => continue,
                 }
-            };
-            // The open message comes first; this one is received after it.
-            match started {
-                Ok(Some(msg)) => self.ready = Some(Ok(msg)),
-                Ok(None) => {}
-                Err(e) => self.ready = Some(Err(e)),
             }
-            return open.finish();
+            if fw::is_continuation(&raw) {
+                return Err(self.skip_stray(mem, &raw, available));
+            }
+            if let Some(msg) = self.receive_head(mem, &raw, available, expected)? {
+                return Ok(msg);
+            }
         }
     }
 
     /// Receives the head element whose header `raw` was peeked: returns the message if it
     /// is whole, or keeps it as the message still open and returns `None`.
-    fn start_message(
+    fn receive_head(
         &mut self,
         mem: &DmaGspMem,
         raw: &GspMsgElement,
-        expected: &dyn Fn(u32, u32) -> Option<usize>,
+        available: u32,
+        expected: &dyn Expected,
     ) -> Result<Option<GspMessage>, RxError> {
         let mut payload = core::mem::take(&mut self.spare);
         payload.clear();
-        let (head, chunk_len) = self.receive_element(mem, raw, &mut payload)?;
+        let (head, chunk_len, chunk) = match self.check_element(mem, raw, available, &mut payload) {
+            Ok(checked) => checked,
+            Err(fault) => {
+                self.spare = payload;
+                return Err(RxError::Refused(fault));
+            }
+        };
+        let (function, sequence) = (head.rpc.function, head.rpc.sequence);
         // Looked up once the head is known good, so that a bad one takes nobody's length.
-        let expected = expected(head.rpc.function, head.rpc.sequence);
-        if let Some(len) = expected {
-            // Room for the whole message at once; past the largest RPC it is refused when
-            // the continuation records reach it.
-            let more = len.min(MAX_RPC_PAYLOAD).saturating_sub(payload.len());
-            payload.reserve(more, GFP_KERNEL).map_err(|_| {
-                RxError::Rejected(Fault::NoMemory, head.rpc.function, head.rpc.sequence)
-            })?;
+        let len = expected.len(function, sequence);
+        // Room for the whole message where its length is known (past the largest RPC it is
+        // refused when the records reach it), else for this element.
+        let room = len.map_or(chunk_len, |len| len.min(MAX_RPC_PAYLOAD).max(chunk_len));
+        if self.keep(&mut payload, chunk, chunk_len, room).is_err() {
+            self.spare = payload;
+            return Err(RxError::Ring(Fault::NoMemory));
         }
+        self.accept(mem, &head);
+        expected.used(function, sequence);
         let partial = Partial {
             head,
-            expected,
+            delimiter: Delimiter::head(&head, chunk_len, len),
             elem_count: head.elem_count,
             payload,
-            last_full: chunk_len == MAX_ELEMENT_PAYLOAD,
         };
-        if !partial.is_whole() {
-            self.partial = Some(partial);
-            return Ok(None);
+        if partial.delimiter.is_whole() {
+            return partial.finish().map(Some);
         }
-        partial.finish().map(Some)
+        self.partial = Some(partial);
+        Ok(None)
     }
 
-    /// Receives the continuation record whose header `raw` was peeked into the message
-    /// still open: returns the message once it is whole.
-    fn continue_partial(
+    /// Receives the continuation record whose header `raw` was peeked into `partial`, the
+    /// message it continues: returns the message once it is whole, else keeps it open and
+    /// returns `None`.
+    fn receive_continuation(
         &mut self,
         mem: &DmaGspMem,
         raw: &GspMsgElement,
+        available: u32,
+        mut partial: Partial,
     ) -> Result<Option<GspMessage>, RxError> {
-        let Some(mut partial) = self.partial.take() else {
-            // Checked like any element, then refused: it has nothing to continue.
-            let mut scratch = KVec::new();
-            self.receive_element(mem, raw, &mut scratch)?;
-            return Err(RxError::Refused(Fault::ContinuationWithoutHead));
-        };
         let (function, sequence) = (partial.head.rpc.function, partial.head.rpc.sequence);
         // A record refused takes its message with it, whose caller learns why.
-        let (cont, chunk_len) = self
-            .receive_element(mem, raw, &mut partial.payload)
-            .map_err(|e| match e {
-                RxError::Refused(fault) => RxError::Rejected(fault, function, sequence),
-                other => other,
-            })?;
-        if cont.rpc.sequence != sequence {
-            return Err(RxError::Rejected(
-                Fault::ContinuationOfAnotherRpc,
-                function,
-                sequence,
-            ));
+        let reject = |fault| RxError::Rejected(fault, function, sequence);
+        let before = partial.payload.len();
+        let (cont, chunk_len, chunk) = self
+            .check_element(mem, raw, available, &mut partial.payload)
+            .map_err(reject)?;
+        if before + chunk_len > MAX_RPC_PAYLOAD {
+            self.accept(mem, &cont);
+            return Err(reject(Fault::ContinuationsBeyondLargestRpc));
         }
-        partial.elem_count += cont.elem_count;
-        partial.last_full = chunk_len == MAX_ELEMENT_PAYLOAD;
-        if !partial.is_whole() {
+        // Without memory the record stays on the ring, and the message here, for the next
+        // receive to resume.
+        if self
+            .keep(&mut partial.payload, chunk, chunk_len, before + chunk_len)
+            .is_err()
+        {
             self.partial = Some(partial);
-            return Ok(None);
+            return Err(RxError::Ring(Fault::NoMemory));
         }
-        partial.finish().map(Some)
+        self.accept(mem, &cont);
+        partial.elem_count += cont.elem_count;
+        partial.delimiter.append(&cont, chunk_len);
+        if partial.delimiter.is_whole() {
+            return partial.finish().map(Some);
+        }
+        self.partial = Some(partial);
+        Ok(None)
+    }
+
+    /// Takes the continuation record whose header `raw` was peeked, met while no message
+    /// is open: checked as any element and refused if bad, else consumed and skipped.
+    fn skip_stray(&mut self, mem: &DmaGspMem, raw: &GspMsgElement, available: u32) -> RxError {
+        // No room: checked in the element buffer, without an allocation.
+        match self.check_element(mem, raw, available, &mut KVec::new()) {
+            Ok((record, _, _)) => {
+                self.accept(mem, &record);
+                RxError::Skipped(Fault::ContinuationWithoutHead)
+            }
+            Err(fault) => RxError::Refused(fault),
+        }
     }
 }

@@ -12,7 +12,8 @@
 //!   that take whatever comes next ([`super::Cmdq::receive_any`] and the typed receives),
 //!   oldest first: a message while fewer than 64 are queued (the reply to a command sent
 //!   with [`super::Cmdq::post`] is received later by its caller), an event without a
-//!   handler or a refusal only while such a wait runs;
+//!   handler, a message of a function the driver does not know or a refusal only while
+//!   such a wait runs;
 //! - else it is dropped and counted ([`Delivery`]; an event without a handler in
 //!   [`super::Cmdq::events`]); the caller of [`Replies::hand_over`] logs it.
 //!
@@ -30,7 +31,8 @@ use kernel::prelude::*;
 use crate::gsp::{
     cmdq::GspMessage,
     events::is_event_function,
-    fault::Fault, //
+    fault::Fault,
+    fw::MsgFunction, //
 };
 
 /// The most messages kept for the waits that take any message; beyond it they are
@@ -70,6 +72,13 @@ impl Want {
             Self::Any | Self::Nothing => REPLY_QUEUES,
         }
     }
+}
+
+/// Whether a message of `function`, a number of the wire, may answer a command of the
+/// driver's: not an event's, and one the driver knows (the GSP answers a command with its
+/// own function).
+fn may_answer(function: u32) -> bool {
+    !is_event_function(function) && MsgFunction::try_from(function).is_ok()
 }
 
 /// How a reply is matched with the command it answers.
@@ -160,10 +169,16 @@ pub(crate) struct Replies {
 }
 
 impl Replies {
-    /// Nothing awaited, nothing kept, nobody receiving.
-    pub(crate) const fn new() -> Self {
+    /// Nothing awaited, nothing kept, nobody receiving; room for the most messages kept
+    /// ([`UNCLAIMED_MAX`]) and reply lengths noted ([`LENGTHS_MAX`]) is allocated now, so
+    /// that handing a message over never allocates and never drops one for want of memory.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOMEM` if that room cannot be had.
+    pub(crate) fn new() -> Result<Self> {
         // INVARIANT: both lists are empty.
-        Self {
+        Ok(Self {
             receiving: false,
             sleepers: [0; WAIT_QUEUES],
             listeners: 0,
@@ -176,10 +191,10 @@ impl Replies {
                 dropped: 0,
             },
             awaited: KVec::new(),
-            unclaimed: KVec::new(),
-            lengths: KVec::new(),
+            unclaimed: KVec::with_capacity(UNCLAIMED_MAX, GFP_KERNEL)?,
+            lengths: KVec::with_capacity(LENGTHS_MAX, GFP_KERNEL)?,
             typed: KVec::new(),
-        }
+        })
     }
 
     /// Notes that the reply, of `function`, to the command `sequence` about to be sent has
@@ -212,27 +227,42 @@ impl Replies {
         }
     }
 
+    /// The index in `lengths` of the length noted for the reply of `function` and
+    /// `rpc.sequence`, matched as [`ReplyMatch`] says. An event answers no command, nor
+    /// does a message of an unknown function.
+    fn noted_len(&self, function: u32, sequence: u32) -> Option<usize> {
+        if !may_answer(function) {
+            return None;
+        }
+        match self.matching {
+            ReplyMatch::Sequence => self
+                .lengths
+                .iter()
+                .position(|&(s, f, _)| s == sequence && f == function),
+            ReplyMatch::InOrder => self.lengths.iter().position(|&(_, f, _)| f == function),
+        }
+    }
+
     /// The payload length expected of the message of `function` and `rpc.sequence`
-    /// whose head was just received, if any reader expects one: the length noted for
-    /// the reply it is (matched as [`ReplyMatch`] says, and then forgotten), else the one
-    /// a typed wait expects of its function. An event answers no command.
-    pub(crate) fn expected_len(&mut self, function: u32, sequence: u32) -> Option<usize> {
-        if !is_event_function(function) {
-            let found = match self.matching {
-                ReplyMatch::Sequence => self
-                    .lengths
-                    .iter()
-                    .position(|&(s, f, _)| s == sequence && f == function),
-                ReplyMatch::InOrder => self.lengths.iter().position(|&(_, f, _)| f == function),
-            };
-            if let Some(i) = found {
-                return self.lengths.remove(i).ok().map(|(_, _, len)| len);
-            }
+    /// whose head is being received, if any reader expects one: the length noted for the
+    /// reply it is, else the one a typed wait expects of its function. The note stays
+    /// until the head is consumed ([`Replies::used_len`]).
+    pub(crate) fn expected_len(&self, function: u32, sequence: u32) -> Option<usize> {
+        if let Some(i) = self.noted_len(function, sequence) {
+            return self.lengths.get(i).map(|&(_, _, len)| len);
         }
         self.typed
             .iter()
             .find(|&&(f, _)| f == function)
             .map(|&(_, len)| len)
+    }
+
+    /// Forgets the length noted for the reply of `function` and `rpc.sequence`, whose head
+    /// was consumed.
+    pub(crate) fn used_len(&mut self, function: u32, sequence: u32) {
+        if let Some(i) = self.noted_len(function, sequence) {
+            let _ = self.lengths.remove(i);
+        }
     }
 
     /// Notes that a caller awaits the reply, of `function`, to the command `sequence`
@@ -338,20 +368,23 @@ impl Replies {
 
     /// Hands over `msg`, just taken off the ring; `event` says whether it is an event
     /// (events answer no command, so they are never taken for a reply: they carry
-    /// `rpc.sequence` 0, which a command has too).
+    /// `rpc.sequence` 0, which a command has too). A message of a function the driver does
+    /// not know answers none of its commands either ([`may_answer`]).
     pub(crate) fn hand_over(&mut self, msg: GspMessage, event: bool) -> Handed {
         let (function, sequence) = (msg.function, msg.sequence);
-        let item = match event {
-            true => Ok(msg),
-            false => match self.hand_to_caller(function, sequence, Ok(msg)) {
+        let reply = !event && may_answer(function);
+        let item = match reply {
+            false => Ok(msg),
+            true => match self.hand_to_caller(function, sequence, Ok(msg)) {
                 Ok(handed) => return handed,
                 Err(back) => back,
             },
         };
-        // A message that is no reply awaited is kept even while no wait takes any: it may be
-        // the reply to a command sent with `post`, whose caller receives it later. An event
-        // without a handler is kept only for a wait that runs.
-        if self.queue_unclaimed(item, !event) {
+        // A message that may be a reply is kept even while no wait takes any: it may be the
+        // reply to a command sent with `post`, whose caller receives it later. An event
+        // without a handler, or a message of an unknown function, is kept only for a wait
+        // that runs.
+        if self.queue_unclaimed(item, reply) {
             return Handed::Unclaimed;
         }
         if !event {
@@ -402,7 +435,7 @@ impl Replies {
         function: u32,
         sequence: u32,
     ) -> Handed {
-        if !is_event_function(function) {
+        if may_answer(function) {
             if let Ok(handed) = self.hand_to_caller(function, sequence, Err(err)) {
                 return handed;
             }

@@ -117,6 +117,7 @@ impl Cmdq {
         Ok(PendingReply {
             cmdq: self,
             sequence,
+            parked: None,
             _reply: PhantomData,
         })
     }

@@ -13,7 +13,11 @@ use kernel::{
 };
 
 use super::{
-    receive::RxError,
+    receive::{
+        Expected,
+        Open,
+        RxError, //
+    },
     replies::{
         Handed,
         Replies,
@@ -28,6 +32,18 @@ use crate::gsp::{
     fault::Fault,
     fw::MsgFunction, //
 };
+
+/// The lengths the readers expect, as the receive asks for them: with `rx` held, as the
+/// lock order allows.
+impl Expected for Cmdq {
+    fn len(&self, function: u32, sequence: u32) -> Option<usize> {
+        self.replies.lock().expected_len(function, sequence)
+    }
+
+    fn used(&self, function: u32, sequence: u32) {
+        self.replies.lock().used_len(function, sequence);
+    }
+}
 
 impl Cmdq {
     /// Takes one message already published off the ring, without waiting, if no wait is
@@ -143,14 +159,23 @@ impl Cmdq {
     pub(super) fn receive_until(&self, want: Want, budget: &mut Budget) -> Result<(), Fault> {
         let mut rx = self.rx.lock();
         let mut others = false;
-        // With `rx` held, as the lock order allows.
-        let expected = |function, sequence| self.replies.lock().expected_len(function, sequence);
+        // A send taking what is published holds the send lock: it leaves a message still
+        // open to the next wait, which waits the grace for its next element.
+        let open = match want {
+            Want::Nothing => Open::Keep,
+            Want::Reply(_) | Want::Any => Open::Grace,
+        };
         loop {
-            let ready = match rx.receive_message(&self.gsp_mem, budget, &expected) {
+            let ready = match rx.receive_message(&self.gsp_mem, budget, self, open) {
                 Ok(msg) => self.hand_over(msg, want),
                 Err(RxError::Refused(fault)) => self.refuse(fault, want),
                 Err(RxError::Rejected(fault, function, sequence)) => {
                     self.reject(fault, function, sequence, want)
+                }
+                Err(RxError::Skipped(fault)) => {
+                    // Skipped as a message for others: no error for the waiter.
+                    dev_warn!(self.dev, "gsp: element skipped: {}\n", fault.reason());
+                    false
                 }
                 Err(RxError::Ring(fault)) => {
                     return Err(match (fault, others) {
@@ -189,9 +214,11 @@ impl Cmdq {
         let ready = replies.has(want);
         self.wake_for(&replies, handed);
         drop(replies);
-        let name = || MsgFunction::try_from(function).map_or("UNKNOWN", MsgFunction::name);
+        let known = MsgFunction::try_from(function);
+        let name = || known.map_or("UNKNOWN", MsgFunction::name);
         match handed {
             Handed::Reply(_) | Handed::Unclaimed => {}
+            Handed::Dropped if known.is_err() => self.skip_unknown(function, sequence),
             Handed::Late => dev_warn!(
                 self.dev,
                 "gsp: {} ({}) for sequence {} dropped: its caller stopped waiting\n",
@@ -248,6 +275,18 @@ impl Cmdq {
             );
         }
         ready
+    }
+
+    /// Logs a message of `function`, a number the driver does not know, that a wait skips
+    /// (it answers none of the driver's commands), as RM's `_kgspProcessRpcEvent()` logs
+    /// and ignores a message it does not expect.
+    pub(super) fn skip_unknown(&self, function: u32, sequence: u32) {
+        dev_warn!(
+            self.dev,
+            "gsp: message of unknown function {} (sequence {}) skipped\n",
+            function,
+            sequence
+        );
     }
 
     /// Counts and logs an event of `function` that had no handler and that no wait took.

@@ -15,6 +15,13 @@ use kernel::{
 
 /// How long a command waits for ring space by default.
 pub const SEND_TIMEOUT: Delta = Delta::from_secs(1);
+/// How long a receive waits for the element after a full one, whatever is left of its
+/// caller's timeout, a zero timeout included: if none comes, the message is whole
+/// ([`Delimiter`]). The GSP writes a split message's records one after the other, so one
+/// that is coming comes well within it.
+///
+/// [`Delimiter`]: crate::gsp::fw::Delimiter
+pub const RECORD_TIMEOUT: Delta = Delta::from_millis(100);
 /// How long a wait looks at the queue back to back before it starts to sleep: a busy GSP
 /// answers within it, and then the wait adds no latency.
 const SPIN_BUDGET: Delta = Delta::from_micros(100);
