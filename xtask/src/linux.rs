@@ -422,6 +422,8 @@ fn checkpatch(tree: &Path, patch: &Path) -> Result<Option<String>, String> {
     let out = crate::tools::command("perl")?
         .arg(tree.join("scripts/checkpatch.pl"))
         .args(["--strict", "--no-tree", "--color=never"])
+        // A release's tree has no history, so no commit id a `Fixes:` names is known to it.
+        .args(["--ignore", "UNKNOWN_COMMIT_ID"])
         .arg(patch)
         .current_dir(tree)
         .output()
@@ -451,13 +453,29 @@ fn check_cover_letter(
     let mut wrong = Vec::new();
     // As `git format-patch` numbers them: zero-padded to the width of the count.
     let count = patches.len();
-    let subject = format!(
-        "Subject: [PATCH {:0width$}/{count}]",
-        0,
-        width = count.to_string().len()
-    );
-    if !text.lines().any(|l| l.starts_with(&subject)) {
-        wrong.push(format!("its subject does not start with `{subject}`"));
+    let number = format!("{:0width$}/{count}]", 0, width = count.to_string().len());
+    let subject = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Subject: [PATCH "))
+        .unwrap_or_default();
+    // `[PATCH 0/N]`, or `[PATCH vK 0/N]` for a version after the first.
+    let version = subject
+        .split_once(' ')
+        .and_then(|(v, rest)| Some((v.strip_prefix('v')?.parse::<u32>().ok()?, rest)));
+    match version {
+        Some((_, rest)) if rest.starts_with(&number) => {}
+        None if subject.starts_with(&number) => {}
+        _ => wrong.push(format!(
+            "its subject does not start with `[PATCH {number}` or `[PATCH vN {number}`"
+        )),
+    }
+    // A new version says what changed, and what it is based on.
+    if let Some((v, _)) = version {
+        for needed in [format!("Changes in v{v}:"), String::from("base-commit: ")] {
+            if !text.contains(&needed) {
+                wrong.push(format!("a v{v} without `{needed}`"));
+            }
+        }
     }
     let out = crate::tools::command("perl")?
         .arg(tree.join("scripts/get_maintainer.pl"))
@@ -478,6 +496,39 @@ fn check_cover_letter(
         }
     }
     Ok(wrong)
+}
+
+/// Boots `image` with nova-core's KUnit suites and requires every case of them to pass;
+/// returns what passed, as a few words.
+///
+/// # Errors
+///
+/// The boot fails, or a case fails (named).
+fn kunit_cases(repo: &Path, image: &Path) -> Result<String, String> {
+    let dir = repo.join("target/upstream/kunit");
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let suites = crate::kunit_boot::run(image, &dir.join("boot.log"))?;
+    let failed: Vec<String> = suites
+        .iter()
+        .flat_map(|s| s.failed.iter().map(move |c| format!("{}.{c}", s.name)))
+        .collect();
+    if !failed.is_empty() {
+        return Err(format!(
+            "KUnit cases fail in the tree's kernel: {} (console: {})",
+            failed.join(", "),
+            dir.join("boot.log").display()
+        ));
+    }
+    let cases: usize = suites.iter().map(|s| s.passed).sum();
+    let names: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
+    let cases = match cases {
+        1 => String::from("1 case"),
+        n => format!("{n} cases"),
+    };
+    Ok(format!(
+        "KUnit in its kernel: {cases} of {} passed",
+        names.join(", ")
+    ))
 }
 
 /// `cargo xtask check-patches [--tree DIR] [--no-build]`.
@@ -505,21 +556,29 @@ pub fn check_patches(args: &[String]) -> Result<bool, String> {
         .to_path_buf();
     let dir = repo.join("upstream");
     let patches = crate::upstream::series(&dir)?;
-    let cover = dir.join(crate::upstream::COVER_LETTER);
-    let cover_wrong = match cover.is_file() {
-        false => vec![format!("there is no {}", crate::upstream::COVER_LETTER)],
-        true => check_cover_letter(&tree, &cover, &patches)?,
-    };
-    for w in &cover_wrong {
-        println!("upstream series: the cover letter: {w}");
+    let mut cover_wrong = Vec::new();
+    // Where each series ends in `patches`: its cases must pass in the kernel built there.
+    let mut ends = Vec::new();
+    for name in crate::upstream::SERIES {
+        let series = crate::upstream::series_in(&dir.join(name))?;
+        let cover = dir.join(name).join(crate::upstream::COVER_LETTER);
+        let wrong = match cover.is_file() {
+            false => vec![format!("there is no {}", cover.display())],
+            true => check_cover_letter(&tree, &cover, &series)?,
+        };
+        for w in &wrong {
+            println!("upstream series {name}: the cover letter: {w}");
+        }
+        cover_wrong.extend(wrong);
+        ends.push(ends.last().copied().unwrap_or(0) + series.len());
     }
     let mut clean = 0;
     for (k, patch) in patches.iter().enumerate() {
         let patch = fs::canonicalize(patch).map_err(|e| format!("{}: {e}", patch.display()))?;
         let name = patch
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("?")
+            .strip_prefix(&dir)
+            .unwrap_or(&patch)
+            .display()
             .to_string();
         // In order: on the tree with the patches before it (the first on the tree itself).
         let prefix = &patches[..=k];
@@ -529,6 +588,7 @@ pub fn check_patches(args: &[String]) -> Result<bool, String> {
         if let Some(report) = &style {
             said.push(format!("checkpatch --strict: {report}"));
         }
+        let mut kunit = None;
         match &scratch {
             Err(e) => said.push(format!("does not apply after the patches before it: {e}")),
             Ok(scratch) => {
@@ -547,14 +607,24 @@ pub fn check_patches(args: &[String]) -> Result<bool, String> {
                 }
                 if build && said.is_empty() {
                     let label = format!("upstream with the series up to patch {}", k + 1);
-                    if let Err(e) = crate::upstream::build_in_kernel(
+                    // A series' last patch: its kernel's image boots its KUnit suites.
+                    let last = ends.contains(&(k + 1));
+                    match crate::upstream::build_in_kernel(
                         &tree,
                         scratch,
                         &label,
-                        false,
+                        last,
                         crate::api::Arch::X86_64,
                     ) {
-                        said.push(format!("the tree with it does not build clean: {e}"));
+                        Err(e) => said.push(format!("the tree with it does not build clean: {e}")),
+                        Ok(built) => {
+                            if let Some(image) = built.image() {
+                                match kunit_cases(&repo, image) {
+                                    Ok(text) => kunit = Some(text),
+                                    Err(e) => said.push(e),
+                                }
+                            }
+                        }
                     }
                 }
             }
@@ -566,8 +636,9 @@ pub fn check_patches(args: &[String]) -> Result<bool, String> {
             } else {
                 ""
             };
+            let kunit = kunit.map(|k| format!("; {k}")).unwrap_or_default();
             println!(
-                "upstream patch {name}: applies in order, checkpatch --strict and rustfmt clean{built}"
+                "upstream patch {name}: applies in order, checkpatch --strict and rustfmt clean{built}{kunit}"
             );
         } else {
             for s in said {

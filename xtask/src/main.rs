@@ -55,6 +55,7 @@ mod boot;
 mod fresh;
 mod kernel;
 mod kernel_trace;
+mod kunit_boot;
 mod linux;
 mod litmus;
 mod ordering;

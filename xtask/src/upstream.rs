@@ -41,7 +41,8 @@
 //!    findings, not failures. With `--ordering` (arm64), the boot is traced and the
 //!    ordering of the code the kernel compiled decided ([`crate::kernel_trace`]).
 //! 8. `replay IMAGE [--rptr N]` (alone): the tree's receive over a `gspq` image, printing
-//!    exactly the lines `vgsp-tool replay-gspq` prints for ours.
+//!    the lines `vgsp-tool replay-gspq` prints for ours, each for what the tree's receive
+//!    handed over (a message cut, or unlike the image, says so).
 //!
 //! The exit status is 0 when the command worked, findings or not; 1 when the echo check
 //! or the boot failed; 2 when the command could not run (no tree, a patch that does not apply, a
@@ -154,16 +155,33 @@ fn parse(args: &[String]) -> Result<Options, String> {
     Ok(opts)
 }
 
-/// The name of the series' cover letter in `upstream/`, which is no patch to apply.
+/// The name of a series' cover letter, which is no patch to apply.
 pub(crate) const COVER_LETTER: &str = "0000-cover-letter.patch";
 
-/// Returns the patches of the series in `dir` (`upstream/`), in order: every
-/// `NNNN-*.patch` but the cover letter.
+/// The series of `upstream/`, in the order they apply: the barrier fix (v4 of the thread's
+/// series), then the receive path's hardening, based on it.
+pub(crate) const SERIES: &[&str] = &["barriers", "receive"];
+
+/// Returns the patches of every series in `dir` (`upstream/`), in the order they apply.
+///
+/// # Errors
+///
+/// A series' directory cannot be read, or holds no patch.
+pub(crate) fn series(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut patches = Vec::new();
+    for name in SERIES {
+        patches.extend(series_in(&dir.join(name))?);
+    }
+    Ok(patches)
+}
+
+/// Returns the patches of the one series in `dir`, in order: every `NNNN-*.patch` but the
+/// cover letter.
 ///
 /// # Errors
 ///
 /// `dir` cannot be read, or holds no patch.
-pub(crate) fn series(dir: &Path) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn series_in(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let mut patches: Vec<PathBuf> = fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .flatten()
@@ -620,8 +638,10 @@ fn boot_gh100(
 
 /// Runs the receive of `tree` (the queue's source: the tree named, or its patched scratch
 /// copy) over a `gspq` image (`replay IMAGE [--rptr N]`) and prints the lines `vgsp-tool
-/// replay-gspq` prints for ours, nothing else on standard output. `pristine` is the tree
-/// named, for the error when its queue does not build.
+/// replay-gspq` prints for ours, nothing else on standard output: one per receive, for the
+/// message the tree's receive handed over, compared with what the image holds for it
+/// (`vgsp_upstream::replay`). `pristine` is the tree named, for the error when its queue
+/// does not build.
 fn replay_image(
     repo: &Path,
     pristine: &Path,
@@ -882,6 +902,13 @@ pub(crate) struct Built {
     image: Option<PathBuf>,
     arch: Arch,
     build: PathBuf,
+}
+
+impl Built {
+    /// The kernel's image, where one was built.
+    pub(crate) fn image(&self) -> Option<&Path> {
+        self.image.as_deref()
+    }
 }
 
 /// Builds the kernel's image (`bzImage`, `Image`) in `tree`'s build directory; returns its

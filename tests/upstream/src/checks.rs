@@ -96,6 +96,16 @@ pub(crate) struct RmEcho<'a> {
     pub(crate) params: &'a [u8],
 }
 
+impl<'a> RmEcho<'a> {
+    /// The echo control of `params` ([`VGSP_CTRL_CMD_ECHO`]).
+    pub(crate) const fn echo(params: &'a [u8]) -> Self {
+        Self {
+            cmd: VGSP_CTRL_CMD_ECHO,
+            params,
+        }
+    }
+}
+
 impl CommandToGsp for RmEcho<'_> {
     const FUNCTION: MsgFunction = MsgFunction::GspRmControl;
     type Command = Header;
@@ -133,9 +143,9 @@ impl CommandToGsp for RmEcho<'_> {
 /// The GSP's answer to an [`RmEcho`]: its status, the size it announced and the bytes
 /// that reached the caller.
 pub(crate) struct RmEchoReply {
-    status: u32,
-    announced: u32,
-    params: KVec<u8>,
+    pub(crate) status: u32,
+    pub(crate) announced: u32,
+    pub(crate) params: KVec<u8>,
 }
 
 impl MessageFromGsp for RmEchoReply {

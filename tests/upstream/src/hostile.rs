@@ -323,8 +323,9 @@ fn edit(el: &mut [u8], payload_len: usize, at: usize, value: u32) -> Result {
 /// Returns a payload of `len` bytes, a pattern that differs for each `seed`.
 ///
 /// Pseudo-random (xorshift), not periodic: a torn copy of two versions of a periodic
-/// payload can XOR-fold to the same checksum.
-fn pattern(len: usize, seed: usize) -> Vec<u8> {
+/// payload can XOR-fold to the same checksum, and no two seeds' payloads share a prefix
+/// (`nomem` tells its echoes apart by their bytes).
+pub(crate) fn pattern(len: usize, seed: usize) -> Vec<u8> {
     // CAST: the seed keeps its low bits on purpose.
     let mut x = (seed as u32).wrapping_mul(0x9e37_79b9) | 1;
     (0..len)
@@ -378,7 +379,23 @@ struct Class {
     /// The fault our receive names for it (its errno and what it consumes are the
     /// fault's).
     fault: Fault,
+    /// What the receive must make of it.
+    expect: Expect,
     setup: Setup,
+}
+
+/// What the receive must make of a class, under the delimiting rule and the recovery policy
+/// both drivers follow (`GspMsgElement::continued_by` in the series, our `cmdq::receive`).
+#[derive(Clone, Copy)]
+enum Expect {
+    /// Refused: an error, naming the class's fault where the driver names its faults.
+    Refused,
+    /// Skipped like a message nobody waits for: consumed, not handed over, and no error of
+    /// its own (`ERANGE` from one receive, a timeout from a wait that skipped only it).
+    Skipped,
+    /// A whole message as the wire delimits it, of this many payload bytes: valid on the
+    /// wire, and too long only for its reader, whose to refuse it is.
+    Whole(usize),
 }
 
 /// The classes, in the order of our faults.
@@ -386,6 +403,7 @@ const CLASSES: &[Class] = &[
     Class {
         name: "write pointer outside the ring (64, slot 0 written)",
         fault: Fault::PointerOutsideRing,
+        expect: Expect::Refused,
         setup: |ring, _| {
             let el = ring.done(&VALID)?;
             ring.post(&el, 1)?;
@@ -395,6 +413,7 @@ const CLASSES: &[Class] = &[
     Class {
         name: "write pointer moved backwards (2 -> 1, read pointer 1)",
         fault: Fault::WritePointerBackwards,
+        expect: Expect::Refused,
         setup: |ring, driver| {
             for _ in 0..2 {
                 let el = ring.done(&VALID)?;
@@ -409,21 +428,25 @@ const CLASSES: &[Class] = &[
     Class {
         name: "elemCount 0",
         fault: Fault::ElementCountZero,
+        expect: Expect::Refused,
         setup: |ring, _| post_edited(ring, ELEM_COUNT, 0, 1),
     },
     Class {
         name: "elemCount above 16 (17 of 20 published)",
         fault: Fault::ElementCountAbove16,
+        expect: Expect::Refused,
         setup: |ring, _| post_edited(ring, ELEM_COUNT, 17, 20),
     },
     Class {
         name: "elemCount beyond the published slots (3 of 2)",
         fault: Fault::ElementCountBeyondPublished,
+        expect: Expect::Refused,
         setup: |ring, _| post_edited(ring, ELEM_COUNT, 3, 2),
     },
     Class {
         name: "elemCount beyond the published slots across the ring end (5 of 3 at 60)",
         fault: Fault::ElementCountBeyondPublished,
+        expect: Expect::Refused,
         setup: |ring, driver| {
             for _ in 0..60 {
                 fill(ring, driver)?;
@@ -434,21 +457,25 @@ const CLASSES: &[Class] = &[
     Class {
         name: "wrong signature",
         fault: Fault::BadSignature,
+        expect: Expect::Refused,
         setup: |ring, _| post_edited(ring, SIGNATURE, u32::from_le_bytes(*b"NOPE"), 1),
     },
     Class {
         name: "unsupported header version",
         fault: Fault::UnsupportedHeaderVersion,
+        expect: Expect::Refused,
         setup: |ring, _| post_edited(ring, HEADER_VERSION, 0x0200_0000, 1),
     },
     Class {
         name: "rpc.length below the RPC header (31)",
         fault: Fault::LengthBelowHeader,
+        expect: Expect::Refused,
         setup: |ring, _| post_edited(ring, LENGTH, 31, 1),
     },
     Class {
         name: "rpc.length beyond the element (to the end of the next, published, slot)",
         fault: Fault::LengthInconsistent,
+        expect: Expect::Refused,
         setup: |ring, _| {
             let length = rpc_length(GSP_PAGE_SIZE - ELEMENT_HEADER_SIZE + GSP_PAGE_SIZE);
             post_edited(ring, LENGTH, length, 1)?;
@@ -459,6 +486,7 @@ const CLASSES: &[Class] = &[
     Class {
         name: "head announcing its whole RPC (rpc.length beyond one element)",
         fault: Fault::LengthBeyondElement,
+        expect: Expect::Refused,
         setup: |ring, _| {
             let mut chunk = pattern(MAX_ELEMENT_PAYLOAD, 9);
             chunk[..4].copy_from_slice(&VALID);
@@ -471,11 +499,13 @@ const CLASSES: &[Class] = &[
     Class {
         name: "rpc.length inconsistent with elemCount (5000 B in 1 slot)",
         fault: Fault::LengthInconsistent,
+        expect: Expect::Refused,
         setup: |ring, _| post_edited(ring, LENGTH, rpc_length(5000), 1),
     },
     Class {
         name: "bad checksum",
         fault: Fault::BadChecksum,
+        expect: Expect::Refused,
         setup: |ring, _| {
             let mut el = ring.done(&VALID)?;
             el[ELEMENT_HEADER_SIZE] ^= 0x40;
@@ -485,6 +515,7 @@ const CLASSES: &[Class] = &[
     Class {
         name: "element sequence number not after the previous one",
         fault: Fault::SequenceWentBack,
+        expect: Expect::Refused,
         setup: |ring, driver| {
             fill(ring, driver)?;
             post_edited(ring, SEQ_NUM, 0, 1)
@@ -493,11 +524,13 @@ const CLASSES: &[Class] = &[
     Class {
         name: "continuation record without a head",
         fault: Fault::ContinuationWithoutHead,
+        expect: Expect::Skipped,
         setup: |ring, _| post_edited(ring, FUNCTION, OurFunction::ContinuationRecord.into(), 1),
     },
     Class {
         name: "full head followed by another function",
         fault: Fault::ReplyUndecodable,
+        expect: Expect::Whole(MAX_ELEMENT_PAYLOAD),
         setup: |ring, _| {
             post_split_head(ring)?;
             let intruder = ring.element(OurFunction::GspRmControl.into(), 0, &VALID)?;
@@ -507,15 +540,18 @@ const CLASSES: &[Class] = &[
     Class {
         name: "head followed by another RPC's continuation",
         fault: Fault::ContinuationOfAnotherRpc,
+        expect: Expect::Whole(MAX_ELEMENT_PAYLOAD),
         setup: |ring, _| {
             let chunk = post_split_head(ring)?;
-            let cont = ring.element(OurFunction::ContinuationRecord.into(), 6, &chunk[..10])?;
+            // Numbered as neither the head (5) nor the record after it (6, as RM numbers).
+            let cont = ring.element(OurFunction::ContinuationRecord.into(), 9, &chunk[..10])?;
             ring.post(&cont, 1)
         },
     },
     Class {
         name: "continuation record after its message ended",
         fault: Fault::ReplyUndecodable,
+        expect: Expect::Whole(MAX_ELEMENT_PAYLOAD + 10),
         setup: |ring, _| {
             let chunk = post_split_head(ring)?;
             for len in [10, 20] {
@@ -529,26 +565,31 @@ const CLASSES: &[Class] = &[
     Class {
         name: "head whose continuation never comes",
         fault: Fault::NothingPublished,
+        expect: Expect::Whole(MAX_ELEMENT_PAYLOAD),
         setup: |ring, _| post_split_head(ring).map(|_| ()),
     },
     Class {
         name: "function not the one waited for (GSP_RM_CONTROL)",
         fault: Fault::OtherFunction,
+        expect: Expect::Refused,
         setup: |ring, _| post_edited(ring, FUNCTION, OurFunction::GspRmControl.into(), 1),
     },
     Class {
         name: "unknown function (0xbad)",
         fault: Fault::UnknownFunction,
+        expect: Expect::Skipped,
         setup: |ring, _| post_edited(ring, FUNCTION, 0x0bad, 1),
     },
     Class {
         name: "non-zero rpc_result",
         fault: Fault::ReplyReportsError,
+        expect: Expect::Refused,
         setup: |ring, _| post_edited(ring, RPC_RESULT, 0x1f, 1),
     },
     Class {
         name: "payload shorter than the message's fixed part (2 of 4 B)",
         fault: Fault::ReplyUndecodable,
+        expect: Expect::Refused,
         setup: |ring, _| {
             let el = ring.done(&VALID[..2])?;
             ring.post(&el, 1)
@@ -619,6 +660,13 @@ fn run(class: &Class, ring: &mut Ring, driver: &mut dyn Driver) -> Result<Verdic
         Got::Msg(b) if b[..] == VALID[..] => {
             format!("Ok, as if valid ({})", consumed(r0, r1))
         }
+        Got::Msg(b) if matches!(class.expect, Expect::Whole(len) if len == b.len()) => {
+            format!(
+                "Ok, the whole message ({} B; {})",
+                b.len(),
+                consumed(r0, r1)
+            )
+        }
         Got::Msg(b) => format!(
             "Ok with wrong bytes ({} B, not the {} B sent; {})",
             b.len(),
@@ -631,9 +679,18 @@ fn run(class: &Class, ring: &mut Ring, driver: &mut dyn Driver) -> Result<Verdic
         },
         other => return Ok(verdict_of(failure(other), true)),
     };
-    // A driver that names its faults names the class's.
-    let mut mishandled =
-        matches!(first, Got::Msg(_)) || driver.fault().is_some_and(|fault| fault != class.fault);
+    let mut mishandled = match class.expect {
+        // A driver that names its faults names the class's.
+        Expect::Refused => {
+            matches!(first, Got::Msg(_)) || driver.fault().is_some_and(|fault| fault != class.fault)
+        }
+        Expect::Skipped => r1 == r0 || !matches!(first, Got::Err(ERANGE) | Got::Err(ETIMEDOUT)),
+        // Handed over whole, or to a reader that refused it as too long for its type.
+        Expect::Whole(len) => match &first {
+            Got::Msg(b) => b.len() != len || b[..4] != VALID[..],
+            _ => driver.fault() != Some(Fault::ReplyUndecodable),
+        },
+    };
     // The GSP goes on as it should: its own write pointer, then a valid message.
     ring.set_write_ptr(ring.gsp.gsp_ptrs().0)?;
     let next = ring.done(&NEXT)?;
@@ -860,7 +917,12 @@ pub fn hostile() -> Result<HostileOutcome> {
         let up = run(class, &mut ring, &mut up)?;
         let (mut ring, mut ours) = our_bench()?;
         let ours = run(class, &mut ring, &mut ours)?;
-        record(class.name, &table(class.fault), up, ours);
+        let rule = match class.expect {
+            Expect::Refused => table(class.fault),
+            Expect::Skipped => String::from("skipped like a message nobody waits for"),
+            Expect::Whole(len) => format!("a whole message of {len} B, as the wire delimits it"),
+        };
+        record(class.name, &rule, up, ours);
     }
     let (mut ring, mut up) = upstream_bench()?;
     let up = double_fetch_verdict(&double_fetch(&mut ring, &mut up)?);

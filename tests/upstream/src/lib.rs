@@ -9,8 +9,8 @@
 //! What those files need from `crate::` beyond each other comes from our adapters
 //! (`src/adapters/`), each standing in for one upstream module with only what the files
 //! use. Ours besides: [`bench`], the machine the queue runs on, [`checks`] (`echo`),
-//! [`hostile`], [`fuzz`] (the cargo-fuzz target's body) and [`replay`] (the tree's receive
-//! over a `gspq` image).
+//! [`hostile`], [`nomem`] (the allocation-failure walk), [`fuzz`] (the cargo-fuzz target's
+//! body) and [`replay`] (the tree's receive over a `gspq` image).
 
 #![no_std]
 // `pinned-init`'s `init!` munches one field per recursion step (7.3's is a proc macro):
@@ -41,6 +41,7 @@ mod bench;
 pub mod checks;
 pub mod fuzz;
 pub mod hostile;
+pub mod nomem;
 pub mod perf;
 pub mod replay;
 #[cfg(test)]

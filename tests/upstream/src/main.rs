@@ -8,7 +8,7 @@
 //! lines `vgsp-tool replay-gspq` prints for ours ([`vgsp_upstream::replay`]).
 //!
 //! Exit status: 0 when every check ran and the echo matched; 1 when the echo (or the
-//! ordering workload's) failed;
+//! ordering workload's) failed, or `nomem` found a message lost or duplicated;
 //! 2 when a check could not run or `WHAT` names none this harness has.
 
 use std::process::ExitCode;
@@ -16,6 +16,7 @@ use std::process::ExitCode;
 use vgsp_upstream::{
     checks,
     hostile,
+    nomem,
     perf,
     replay, //
 };
@@ -24,8 +25,9 @@ use vgsp_upstream::{
 const CHECKS: &[&str] = &["echo", "hostile", "bench"];
 
 /// What runs only when named: `ordering`, the workload `cargo xtask upstream ordering`
-/// traces under `qemu-aarch64` (a binary built with the shim's `trace` feature).
-const NAMED_ONLY: &[&str] = &["ordering"];
+/// traces under `qemu-aarch64` (a binary built with the shim's `trace` feature), and
+/// `nomem`, the allocation-failure walk through the tree's receive path.
+const NAMED_ONLY: &[&str] = &["ordering", "nomem"];
 
 /// `replay IMAGE [--rptr N]`.
 fn replay_command(args: &[String]) -> ExitCode {
@@ -106,6 +108,19 @@ fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("vgsp-upstream: bench could not run: {e:?}");
+                    return ExitCode::from(2);
+                }
+            },
+            "nomem" => match nomem::nomem() {
+                Ok(outcome) => {
+                    for finding in &outcome.findings {
+                        println!("finding: {finding}");
+                    }
+                    echo_failed |= outcome.lost + outcome.duplicated + outcome.broken > 0;
+                    summary.push(outcome.summary);
+                }
+                Err(e) => {
+                    eprintln!("vgsp-upstream: nomem could not run: {e:?}");
                     return ExitCode::from(2);
                 }
             },
