@@ -409,7 +409,19 @@ impl Rig {
         self.bar2
             .try_write64(ack.into_bits(), DRIVER_ATTACH_OFFSET)
             .expect("mailbox word");
-        self.peer.lock().unwrap().notify(attach.peer(), 0).unwrap();
+        // The GSP writes its attach to the mailbox as soon as it is connected, which can be
+        // before the server's word that it joined reaches our peer (read by the interrupt
+        // thread): until then its id is unknown here.
+        let known_by = StdInstant::now() + Duration::from_secs(5);
+        loop {
+            match self.peer.lock().unwrap().notify(attach.peer(), 0) {
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::NotFound && StdInstant::now() < known_by => {
+                }
+                result => break result.unwrap(),
+            }
+            thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// Fills the whole guest RAM with `byte`.
