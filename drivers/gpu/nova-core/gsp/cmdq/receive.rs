@@ -488,6 +488,13 @@ impl CmdqRx {
         available: u32,
         expected: &dyn Expected,
     ) -> Result<Option<GspMessage>, RxError> {
+        let (function, sequence) = (raw.rpc.function, raw.rpc.sequence);
+        // Looked up before the payload is copied out of the ring: the lock the lookup takes
+        // is released before the copy, not between it and the read-pointer store that frees
+        // its slots, where that release would order the copy on this path alone and hide
+        // whether `advance_cpu_read_ptr`'s barrier does. Only `used`, once the head is
+        // checked and consumed, takes the length: a bad head takes nobody's.
+        let len = expected.len(function, sequence);
         let mut payload = core::mem::take(&mut self.spare);
         payload.clear();
         let (head, chunk_len, chunk) = match self.check_element(mem, raw, available, &mut payload) {
@@ -497,9 +504,6 @@ impl CmdqRx {
                 return Err(RxError::Refused(fault));
             }
         };
-        let (function, sequence) = (head.rpc.function, head.rpc.sequence);
-        // Looked up once the head is known good, so that a bad one takes nobody's length.
-        let len = expected.len(function, sequence);
         // Room for the whole message where its length is known (past the largest RPC it is
         // refused when the records reach it), else for this element.
         let room = len.map_or(chunk_len, |len| len.min(MAX_RPC_PAYLOAD).max(chunk_len));
