@@ -97,11 +97,4 @@ fn main() {
     if env::var("CARGO_CFG_TARGET_POINTER_WIDTH").as_deref() == Ok("64") {
         println!("cargo:rustc-cfg=CONFIG_64BIT");
     }
-
-    // A tree whose `CommandToGsp` can be told the length of a reply (the series' receive
-    // reassembles a split reply to it): the echo's commands say it.
-    let cmdq = fs::read_to_string(nova.join("gsp/cmdq.rs")).expect("cannot read gsp/cmdq.rs");
-    if cmdq.contains("fn reply_len(&self) -> Option<usize>") {
-        println!("cargo:rustc-cfg=upstream_reply_len");
-    }
 }

@@ -80,19 +80,26 @@ fn replays_every_message_including_a_continuation_pair() {
     assert_eq!(lines[4], format!("end rptr={total}"));
 }
 
-/// The witness's split message (written byte by byte from r570's rule, not by the
-/// virtual GSP) replays as one message with its whole length.
-#[test]
-fn replays_an_r570_split_message_as_one() {
+/// Replays `payload` posted as r570 splits a message of `function` and RPC sequence
+/// `sequence`; returns the replay's exit code and output.
+fn replay_r570(function: u32, sequence: u32, payload: &[u8]) -> (Option<i32>, String) {
     let mut pair = Pair::new().unwrap();
-    let payload = Pair::pattern(2 * R570_CHUNK + 1000, 7).unwrap();
-    let function = u32::from(MsgFunction::Nop);
-    for (el, slots) in r570_message(0, function, 12, &payload).unwrap().iter() {
+    for (el, slots) in r570_message(0, function, sequence, payload).unwrap().iter() {
         pair.gsp.post_raw(el, *slots).unwrap();
     }
     let mut region = vec![0u8; GSPQ_BYTES];
     pair.view().read_bytes(GSPQ_OFFSET, &mut region).unwrap();
     let (code, out, _) = replay(&region, &[]);
+    (code, out)
+}
+
+/// The witness's split message (written byte by byte from r570's rule, not by the
+/// virtual GSP) replays as one message with its whole length.
+#[test]
+fn replays_an_r570_split_message_as_one() {
+    let payload = Pair::pattern(2 * R570_CHUNK + 1000, 7).unwrap();
+    let function = u32::from(MsgFunction::Nop);
+    let (code, out) = replay_r570(function, 12, &payload);
     assert_eq!(code, Some(0));
     assert_eq!(
         out,
@@ -107,15 +114,9 @@ fn replays_an_r570_split_message_as_one() {
 /// replay's receives have a zero timeout, and the grace after a full element ends it.
 #[test]
 fn replays_one_full_element_as_a_whole_message() {
-    let mut pair = Pair::new().unwrap();
     let payload = Pair::pattern(R570_CHUNK, 5).unwrap();
     let function = u32::from(MsgFunction::Nop);
-    for (el, slots) in r570_message(0, function, 3, &payload).unwrap().iter() {
-        pair.gsp.post_raw(el, *slots).unwrap();
-    }
-    let mut region = vec![0u8; GSPQ_BYTES];
-    pair.view().read_bytes(GSPQ_OFFSET, &mut region).unwrap();
-    let (code, out, _) = replay(&region, &[]);
+    let (code, out) = replay_r570(function, 3, &payload);
     assert_eq!(code, Some(0));
     assert_eq!(
         out,

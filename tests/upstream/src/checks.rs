@@ -131,13 +131,6 @@ impl CommandToGsp for RmEcho<'_> {
     ) -> Result {
         dst.write_all(self.params)
     }
-
-    /// The reply is the header and, for an echo, the parameters again; a digest is one
-    /// element's worth at most, whatever it says.
-    #[cfg(upstream_reply_len)]
-    fn reply_len(&self) -> Option<usize> {
-        (self.cmd == VGSP_CTRL_CMD_ECHO).then(|| core::mem::size_of::<Header>() + self.params.len())
-    }
 }
 
 /// The GSP's answer to an [`RmEcho`]: its status, the size it announced and the bytes

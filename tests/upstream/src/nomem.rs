@@ -159,11 +159,6 @@ impl<C: CommandToGsp, R> CommandToGsp for Watched<C, R> {
         WRITTEN.set(true);
         self.command.init_variable_payload(dst)
     }
-
-    #[cfg(upstream_reply_len)]
-    fn reply_len(&self) -> Option<usize> {
-        self.command.reply_len()
-    }
 }
 
 /// A message `M` as its reader reads it; notes in [`READER_FAILED`] that the reader's
