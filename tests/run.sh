@@ -1,59 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The test command. Runs, in order, failing loudly at the first problem (every failure,
-# whatever the command that failed, prints `FAIL:` with the step's name and then the
-# summary line `tests: N passed, 1 failed`):
-#   1. style: rustfmt, clippy and rustdoc (-D warnings);
-#   2. host (x86_64): every cargo test of the workspace, the 100 000-command
-#      end-to-end test included;
-#   3. `cargo run --release`: the bring-up transcript and the KUnit suites as
-#      KTAP, which the kernel's own `tools/testing/kunit/kunit.py parse` must
-#      accept with every suite present and passing;
-#   4. ordering: the loom scenarios of the real driver and virtual GSP, each
-#      execution decided by the Linux DMA contract checker, the seed's pre-fix
-#      barrier placement failing as a regression test, the mbarrier used by three
-#      agents at once under loom, the kernel's own litmus tests (Linux 7.3's
-#      tools/memory-model and Documentation/litmus-tests) decided by the contract checker
-#      and compared with their Result: lines (`cargo xtask litmus`), and every barrier
-#      mutant killed (`cargo xtask ordering-mutants`);
-#   5. no_std: the driver and the virtual GSP built for aarch64-unknown-none
-#      (core + alloc only) with Debian's rustc-web;
-#   6. aarch64: the same tests cross-built for aarch64-unknown-linux-gnu and run
-#      under qemu-aarch64, the barrier instructions checked in the binary, and
-#      the aarch64 KTAP through kunit.py;
-#   7. fuzz: each cargo-fuzz target (tests/fuzz) for ${VGSP_FUZZ_SECONDS:-20} s
-#      from the committed seed corpus (if the target has one), with nightly;
-#   8. upstream patches: the series of upstream/ applies to Linux 7.3 in order, each
-#      patch checkpatch.pl --strict and rustfmt clean and, with the kernel, each prefix
-#      building nova-core in the tree without a warning; its cover letter counts the
-#      patches and names everyone get_maintainer.pl names (`cargo xtask check-patches`;
-#      the 7.3 source is fetched from Debian once and cached, `cargo xtask linux-7.3`);
-#      then Linux 7.3's own queue, unmodified, built against the shim and run against
-#      the virtual GSP (`cargo xtask upstream`: its harness's tests; echo, hostile,
-#      bench and a bounded fuzz run, whose findings about upstream are reported, not
-#      failures; the echo must pass, pristine and with the series of upstream/); with the kernel,
-#      upstream's whole driver, built by its own kernel (pristine and with the series of upstream/),
-#      boots an emulated GH100 whose GSP is ours under QEMU 11 (vfio-user), x86_64 and
-#      arm64, and unloads (`cargo xtask upstream boot [--arch arm64]`: `boot ok`), and
-#      the table of what it does with each hostile GSP (`--gsp-fault all`: findings, none
-#      unrecognised); on arm64 the boot is traced and the ordering of the code the kernel
-#      compiled decided (`--ordering`): the series clean, 7.3's defects named, the series
-#      without its write barrier caught;
-#   9. ordering of the compiled code: our driver and GSP, and Linux 7.3's queue (pristine
-#      and with the series of upstream/), built for aarch64 with the shim's trace marks, traced
-#      under qemu-aarch64 with the project's QEMU plugin (tests/trace/plugin) and decided
-#      under Linux's DMA contract and arm64's architecture (`cargo xtask ordering-trace
-#      --mutants`, `cargo xtask upstream ordering`): ours and the patched tree without a
-#      defect, every barrier mutant caught, 7.3's four defects named at its lines;
-#  10. kernel: `cargo xtask kernel-7.3` — Linux 7.3 with the project at drivers/vgsp
-#      (its rust/ untouched), built and booted under QEMU on x86_64 and arm64 with two
-#      CPUs; every KUnit suite (the ones above, an end-to-end suite with the virtual
-#      GSP on a kernel thread, the device suite with the GSP in a host process behind
-#      QEMU's ivshmem-doorbell device, 7.3's own Rust suites) must pass through
-#      kunit.py; and the tree's get_maintainer.pl must find MAINTAINERS' entries.
+# The test command: the tiers of the top-level README, in order (style, host, KTAP,
+# litmus, ordering, no_std, aarch64, fuzz, upstream patches, upstream, the emulated
+# GH100's boots, ordering of the compiled code, kernel), failing loudly at the first
+# problem: whatever fails prints `FAIL:` with the step's name and then the summary line
+# `tests: N passed, 1 failed`.
 #
-# Options: --host-only skips 4 to 10; --no-kernel skips 10 and the boots of 8.
+# Options: --host-only stops after the KTAP step; --no-kernel skips the boots and the
+# kernel tier.
 # It installs the Debian packages it needs when run as root, and caches what
 # it builds outside the checkout, under ${VGSP_CACHE:-~/.cache/vgsp}.
 
@@ -389,7 +344,7 @@ if ((KERNEL)); then
             fail "the in-kernel trace no longer finds 7.3's defect: $defect"
     done
     # The series without one of its barriers: that defect, at its line.
-    VGSP_CACHE=$CACHE cargo xtask upstream --series --patch tests/trace/mutants/series-without-write-barrier.patch \
+    VGSP_CACHE=$CACHE cargo xtask upstream --series --patch tools/trace/mutants/series-without-write-barrier.patch \
         boot --arch arm64 --ordering >target/upstream-boot-arm64-mutant.log 2>&1 ||
         { grep -v '^\[err\]' target/upstream-boot-arm64-mutant.log | tail -n 40; fail "the arm64 boot of the series without its write barrier"; }
     grep -qE "^ordering defect \(contract\): cpu store cpuq slot -> store cpuq\.tx\.writePtr: no store->store ordering.* at drivers/gpu/nova-core/gsp/cmdq\.rs:[0-9]+;" \
@@ -434,7 +389,7 @@ if ((KERNEL)); then
     step "MAINTAINERS: Linux 7.3's get_maintainer.pl finds the entries"
     tree=$(VGSP_CACHE=$CACHE cargo xtask linux-7.3) || fail "cannot get the Linux 7.3 tree"
     for f in drivers/gpu/nova-core/gsp/cmdq.rs:'NOVA-CORE GSP COMMAND QUEUE' \
-        drivers/gpu/vgsp/vgsp.rs:'NOVA-CORE GSP COMMAND QUEUE' kernel-shim/src/dma.rs:'RUST KERNEL API SHIM'; do
+        drivers/gpu/vgsp/gsp/vgsp.rs:'VIRTUAL GSP' kernel-shim/src/dma.rs:'RUST KERNEL API SHIM'; do
         out=$("$tree/scripts/get_maintainer.pl" --no-tree --no-git --no-git-fallback --mpath MAINTAINERS \
             --roles -f "${f%%:*}" 2>&1) || fail "get_maintainer.pl -f ${f%%:*}: $out"
         grep -q "maintainer:${f#*:}" <<<"$out" || fail "get_maintainer.pl finds no '${f#*:}' entry for ${f%%:*}: $out"

@@ -53,14 +53,7 @@ pub use self::{
 /// thread with [`crate::host::failslab::fail_nth`] on the host, none otherwise.
 #[inline]
 pub(crate) fn inject_failure() -> bool {
-    #[cfg(feature = "host")]
-    {
-        crate::host::failslab::should_fail()
-    }
-    #[cfg(not(feature = "host"))]
-    {
-        false
-    }
+    crate::backend::alloc_fails()
 }
 
 /// Allocation failed.

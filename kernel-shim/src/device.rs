@@ -26,7 +26,7 @@
 //! assert_eq!(again.name(), "gpu0");
 //! ```
 //!
-//! In host builds a device may also carry a DMA pool ([`Device::with_dma_pool`]; ours, test
+//! In host builds a device may also carry a DMA pool (`Device::with_dma_pool`; ours, test
 //! bench): its coherent allocations are then carved from memory another process shares,
 //! at the bus addresses the pool gives them.
 
@@ -39,9 +39,12 @@ use core::{
     },
 };
 
-use crate::sync::aref::{
-    ARef,
-    AlwaysRefCounted, //
+use crate::{
+    backend::DevicePool,
+    sync::aref::{
+        ARef,
+        AlwaysRefCounted, //
+    },
 };
 
 mod private {
@@ -70,7 +73,7 @@ impl DeviceContext for Bound {}
 /// # Invariants
 ///
 /// - A `Device<Bound>` is bound for as long as it exists: the host's devices are made
-///   bound ([`Device::new`], [`Device::with_dma_pool`]) and never unbound.
+///   bound ([`Device::new`], `Device::with_dma_pool`) and never unbound.
 /// - `refs` counts the [`ARef`]s of the device; a device is not dropped while it is
 ///   non-zero (its `Drop` aborts instead), so every `ARef` points to a live device.
 // `repr(C)`: the same layout whatever `Ctx`, a zero-sized marker after the fields.
@@ -79,7 +82,7 @@ pub struct Device<Ctx: DeviceContext = Normal> {
     name: &'static str,
     refs: AtomicUsize,
     #[cfg(all(feature = "host", not(loom)))]
-    dma_pool: Option<&'static crate::host::DmaPool>,
+    dma_pool: Option<&'static DevicePool>,
     _ctx: PhantomData<Ctx>,
 }
 
@@ -106,7 +109,7 @@ impl Device<Bound> {
     /// guest RAM QEMU shares with the GSP process) reaches the driver's allocations by bus
     /// address, as a real device reaches `dma_alloc_coherent`'s.
     #[cfg(all(feature = "host", not(loom)))]
-    pub const fn with_dma_pool(name: &'static str, pool: &'static crate::host::DmaPool) -> Self {
+    pub const fn with_dma_pool(name: &'static str, pool: &'static DevicePool) -> Self {
         // INVARIANT: the host's devices are never unbound.
         Self {
             name,
@@ -129,8 +132,17 @@ impl<Ctx: DeviceContext> Device<Ctx> {
     ///
     /// Ours, test bench (host only).
     #[cfg(all(feature = "host", not(loom)))]
-    pub fn dma_pool(&self) -> Option<&'static crate::host::DmaPool> {
+    pub fn dma_pool(&self) -> Option<&'static DevicePool> {
         self.dma_pool
+    }
+
+    /// Returns the pool the device's coherent memory comes from, in every build: `None`
+    /// where devices have none.
+    pub(crate) fn coherent_pool(&self) -> Option<&'static DevicePool> {
+        #[cfg(all(feature = "host", not(loom)))]
+        return self.dma_pool;
+        #[cfg(not(all(feature = "host", not(loom))))]
+        None
     }
 }
 

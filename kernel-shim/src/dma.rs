@@ -45,6 +45,10 @@ use core::{
 
 use crate::{
     alloc::Flags,
+    backend::{
+        self,
+        mem, //
+    },
     device::{
         Bound,
         Device, //
@@ -53,6 +57,7 @@ use crate::{
         code::{
             EINVAL,
             ENOMEM,
+            EOPNOTSUPP,
             EOVERFLOW, //
         },
         Result, //
@@ -71,8 +76,7 @@ use crate::{
     },
 };
 
-/// A bus address as the device sees it.
-pub type DmaAddress = u64;
+pub use crate::backend::DmaAddress;
 
 /// Something told of the CPU's byte copies out of a [`Coherent`], as a device that
 /// watches the bus would be: a test bench's hostile device, which changes the memory
@@ -92,9 +96,9 @@ pub trait DmaReadObserver: Send + Sync {
 ///
 /// `cpu_addr` points to a `T` of `size()` bytes, aligned for it, valid for reads and writes
 /// for the life of the value, and shared only with the device. If `owned`, it is
-/// page-aligned, was zeroed at allocation and comes from `env::alloc_coherent`, which this
-/// value frees; otherwise, in host builds, it is a page-aligned block zeroed at allocation
-/// from the device's `host::DmaPool`, which stays the pool's. `read_observer`, if set,
+/// page-aligned, was zeroed at allocation and comes from `backend::alloc_coherent`, which
+/// this value frees; otherwise, in host builds, it is a page-aligned block zeroed at
+/// allocation from the device's `host::DmaPool`, which stays the pool's. `read_observer`, if set,
 /// points to a live observer for the life of the value.
 pub struct Coherent<T: KnownSize + ?Sized> {
     cpu_addr: NonNull<T>,
@@ -116,39 +120,32 @@ struct Allocation {
     cpu_addr: NonNull<u8>,
     /// The device's address of it.
     dma_addr: DmaAddress,
-    /// Whether it comes from `env::alloc_coherent` (to be freed there), rather than from
-    /// the device's pool.
+    /// Whether it comes from `backend::alloc_coherent` (to be freed there), rather than
+    /// from the device's pool.
     owned: bool,
 }
 
 /// Allocates `size` zeroed bytes of coherent memory for `dev`: from its pool if it has one
 /// (host builds), else from the environment's allocator.
 fn alloc_zeroed(dev: &Device<Bound>, size: usize, align: usize) -> Result<Allocation> {
-    if size == 0 || align > crate::env::PAGE_SIZE {
+    if size == 0 || align > backend::PAGE_SIZE {
         return Err(EINVAL);
     }
     // PANIC: `PAGE_SIZE` is far below `isize::MAX`.
-    if size > isize::MAX as usize - crate::env::PAGE_SIZE {
+    if size > isize::MAX as usize - backend::PAGE_SIZE {
         return Err(EOVERFLOW);
     }
-    #[cfg(all(feature = "host", not(loom)))]
-    if let Some(pool) = dev.dma_pool() {
+    if let Some(pool) = dev.coherent_pool() {
         let (cpu_addr, dma_addr) = pool.alloc_zeroed(size)?;
-        #[cfg(feature = "trace")]
-        crate::trace::region(cpu_addr.as_ptr().addr(), size);
+        mem::region(cpu_addr.as_ptr().addr(), size);
         return Ok(Allocation {
             cpu_addr,
             dma_addr,
             owned: false,
         });
     }
-    #[cfg(not(all(feature = "host", not(loom))))]
-    let _ = dev;
-    let ptr = crate::env::alloc_coherent(size).ok_or(ENOMEM)?;
-    #[cfg(loom)]
-    crate::model::register(ptr.as_ptr() as usize, size);
-    #[cfg(all(feature = "trace", not(loom)))]
-    crate::trace::region(ptr.as_ptr().addr(), size);
+    let ptr = backend::alloc_coherent(size).ok_or(ENOMEM)?;
+    mem::region(ptr.as_ptr().addr(), size);
     Ok(Allocation {
         cpu_addr: ptr,
         // CAST: addresses fit in 64 bits on every supported architecture.
@@ -306,13 +303,10 @@ impl<T: KnownSize + ?Sized> Drop for Coherent<T> {
             return;
         }
         let size = self.size();
-        #[cfg(loom)]
-        crate::model::unregister(self.cpu_addr.as_ptr().cast::<u8>().addr());
-        #[cfg(all(feature = "trace", not(loom)))]
-        crate::trace::region_end(self.cpu_addr.as_ptr().cast::<u8>().addr());
+        mem::region_end(self.cpu_addr.as_ptr().cast::<u8>().addr());
         // SAFETY: by the type invariant the memory is `size` bytes from `alloc_coherent`,
         // and nothing uses it after this.
-        unsafe { crate::env::free_coherent(self.cpu_addr.cast::<u8>(), size) };
+        unsafe { backend::free_coherent(self.cpu_addr.cast::<u8>(), size) };
     }
 }
 
@@ -510,14 +504,14 @@ impl IoCopyable for CoherentIoBackend {
         }
         // SAFETY: the view is valid for its length (the type invariant); the buffer is the
         // caller's contract.
-        unsafe { copy_in(view.ptr.cast(), buffer, view.ptr.len()) }
+        unsafe { mem::copy_in(view.ptr.cast(), buffer, view.ptr.len()) }
     }
 
     #[track_caller]
     #[inline]
     unsafe fn copy_to_io(view: CoherentView<'_, [u8]>, buffer: *const u8) {
         // SAFETY: as above.
-        unsafe { copy_out(buffer, view.ptr.cast(), view.ptr.len()) }
+        unsafe { mem::copy_out(buffer, view.ptr.cast(), view.ptr.len()) }
     }
 }
 
@@ -546,8 +540,7 @@ macro_rules! plain_word {
             unsafe fn load(p: *const Self) -> Self {
                 // SAFETY: the caller's contract.
                 let value = unsafe { p.read_volatile() };
-                #[cfg(all(feature = "trace", not(loom)))]
-                crate::trace::loaded(p.addr(), value.into());
+                mem::loaded(p.addr(), value.into());
                 value
             }
 
@@ -568,14 +561,14 @@ impl Word for u32 {
     #[inline(always)]
     unsafe fn load(p: *const Self) -> Self {
         // SAFETY: the caller's contract.
-        unsafe { load_u32(p) }
+        unsafe { mem::load_u32(p) }
     }
 
     #[track_caller]
     #[inline(always)]
     unsafe fn store(p: *mut Self, value: Self) {
         // SAFETY: the caller's contract.
-        unsafe { store_u32(p, value) }
+        unsafe { mem::store_u32(p, value) }
     }
 }
 
@@ -601,7 +594,7 @@ unsafe fn store<T: Word>(p: *mut T, value: T) {
 
 /// A device's window onto coherent memory, with bounds-checked accesses.
 ///
-/// Its twin in a kernel tree is `vdev::DmaView` (`kernel-shim/linux-7.3/vdev/dma.rs`),
+/// Its twin in a kernel tree is `vdev::DmaView` (`drivers/gpu/vgsp/vdev/linux-7.3/dma.rs`),
 /// built against 7.3's own `kernel` crate, where this shim does not exist: the same
 /// methods, bounds rules and errors over the kernel's primitives (see there).
 ///
@@ -685,7 +678,7 @@ impl<'a> DmaView<'a> {
     pub fn read32(&self, offset: usize) -> Result<u32> {
         let p = self.range(offset, 4, 4)?;
         // SAFETY: `p` is aligned and inside the view (checked above).
-        Ok(u32::from_le(unsafe { load_u32(p.cast::<u32>()) }))
+        Ok(u32::from_le(unsafe { mem::load_u32(p.cast::<u32>()) }))
     }
 
     /// Writes `value` as a little-endian `u32` at `offset` with a volatile store.
@@ -698,7 +691,7 @@ impl<'a> DmaView<'a> {
     pub fn write32(&self, offset: usize, value: u32) -> Result {
         let p = self.range(offset, 4, 4)?;
         // SAFETY: `p` is aligned and inside the view (checked above).
-        unsafe { store_u32(p.cast::<u32>(), value.to_le()) };
+        unsafe { mem::store_u32(p.cast::<u32>(), value.to_le()) };
         Ok(())
     }
 
@@ -713,7 +706,7 @@ impl<'a> DmaView<'a> {
         // SAFETY: `p` is valid for `dst.len()` bytes (checked above); `dst` is a distinct
         // borrow. Concurrent writes by the other agent can only change the values read,
         // which callers validate.
-        unsafe { copy_in(p, dst.as_mut_ptr(), dst.len()) };
+        unsafe { mem::copy_in(p, dst.as_mut_ptr(), dst.len()) };
         Ok(())
     }
 
@@ -727,7 +720,7 @@ impl<'a> DmaView<'a> {
         let p = self.range(offset, src.len(), 1)?;
         // SAFETY: `p` is valid for `src.len()` bytes (checked above); `src` is a distinct
         // borrow.
-        unsafe { copy_out(src.as_ptr(), p, src.len()) };
+        unsafe { mem::copy_out(src.as_ptr(), p, src.len()) };
         Ok(())
     }
 }
@@ -743,108 +736,13 @@ impl<'a> DmaView<'a> {
     ///   memory (its scenarios give a barrier its own word).
     pub fn atomic_u64(&self, offset: usize) -> Result<&'a Atomic<u64>> {
         let p = self.range(offset, 8, 8)?;
-        #[cfg(loom)]
-        {
-            let _ = p;
-            Err(crate::error::code::EOPNOTSUPP)
+        if !mem::ATOMICS_IN_MEMORY {
+            return Err(EOPNOTSUPP);
         }
-        #[cfg(not(loom))]
         // SAFETY: `p` is 8-byte aligned and inside the view (checked above), valid for
         // reads and writes for `'a` by the type invariant, and any 8 bytes are a valid
         // `u64`; the sharing protocol accesses this word only atomically, so nothing races
         // with the returned atomic.
         Ok(unsafe { Atomic::from_ptr(p.cast::<u64>()) })
-    }
-}
-
-/// Copies `len` bytes out of shared memory at `src`.
-///
-/// # Safety
-///
-/// Both ranges must be valid for `len` bytes and must not overlap.
-#[track_caller]
-#[inline(always)]
-unsafe fn copy_in(src: *const u8, dst: *mut u8, len: usize) {
-    #[cfg(loom)]
-    // SAFETY: The caller's contract.
-    unsafe {
-        crate::model::load_bytes(src, dst, len)
-    }
-    #[cfg(not(loom))]
-    // SAFETY: The caller's contract.
-    unsafe {
-        core::ptr::copy_nonoverlapping(src, dst, len)
-    }
-}
-
-/// Copies `len` bytes into shared memory at `dst`.
-///
-/// # Safety
-///
-/// Both ranges must be valid for `len` bytes and must not overlap.
-#[track_caller]
-#[inline(always)]
-unsafe fn copy_out(src: *const u8, dst: *mut u8, len: usize) {
-    #[cfg(loom)]
-    // SAFETY: The caller's contract.
-    unsafe {
-        crate::model::store_bytes(src, dst, len)
-    }
-    #[cfg(not(loom))]
-    // SAFETY: The caller's contract.
-    unsafe {
-        core::ptr::copy_nonoverlapping(src, dst, len)
-    }
-}
-
-/// Loads a shared 32-bit word.
-///
-/// # Safety
-///
-/// `p` must be valid and aligned for a 32-bit read.
-#[track_caller]
-#[inline(always)]
-unsafe fn load_u32(p: *const u32) -> u32 {
-    #[cfg(loom)]
-    // SAFETY: The caller's contract.
-    unsafe {
-        crate::model::load_word(p)
-    }
-    #[cfg(not(loom))]
-    {
-        #[cfg(feature = "trace")]
-        crate::trace::moved_barriers(core::panic::Location::caller(), false);
-        // SAFETY: The caller's contract.
-        let value = unsafe { core::ptr::read_volatile(p) };
-        #[cfg(feature = "trace")]
-        {
-            crate::trace::loaded(p.addr(), value.into());
-            crate::trace::moved_barriers(core::panic::Location::caller(), true);
-        }
-        value
-    }
-}
-
-/// Stores a shared 32-bit word.
-///
-/// # Safety
-///
-/// `p` must be valid and aligned for a 32-bit write.
-#[track_caller]
-#[inline(always)]
-unsafe fn store_u32(p: *mut u32, value: u32) {
-    #[cfg(loom)]
-    // SAFETY: The caller's contract.
-    unsafe {
-        crate::model::store_word(p, value)
-    }
-    #[cfg(not(loom))]
-    {
-        #[cfg(feature = "trace")]
-        crate::trace::moved_barriers(core::panic::Location::caller(), false);
-        // SAFETY: The caller's contract.
-        unsafe { core::ptr::write_volatile(p, value) };
-        #[cfg(feature = "trace")]
-        crate::trace::moved_barriers(core::panic::Location::caller(), true);
     }
 }

@@ -20,14 +20,14 @@
 //!
 //! # Ours, not 7.3's
 //!
-//! A region backed by memory instead of a device (a simulated BAR, `kernel::vdev::SimBar`)
-//! carries an [`MmioWriteObserver`] ([`MmioRaw::with_observer`]): the simulated device, told
-//! of every 32-bit register write the way real hardware sees it on the bus. Where 7.3 fails
-//! the build for an offset it cannot prove inside the region (`read32`, `write32`, ...),
-//! this crate, which has no `build_assert!`, panics when the access runs. `copy_read` and
-//! `copy_write` take this crate's `transmute` traits where 7.3 takes zerocopy's. 7.3's
-//! `SysMem` and `IoSysMap` are not here; [`register!`] is a subset of 7.3's (fixed-offset
-//! registers only, see [`mod@register`]).
+//! A region backed by memory instead of a device (a simulated BAR, the test bench's
+//! `vdev::SimBar`) carries an [`MmioWriteObserver`] ([`MmioRaw::with_observer`]): the
+//! simulated device, told of every 32-bit register write the way real hardware sees it on
+//! the bus. Where 7.3 fails the build for an offset it cannot prove inside the region
+//! (`read32`, `write32`, ...), this crate, which has no `build_assert!`, panics when the
+//! access runs. `copy_read` and `copy_write` take this crate's `transmute` traits where 7.3
+//! takes zerocopy's. 7.3's `SysMem` and `IoSysMap` are not here; [`register!`] is a subset
+//! of 7.3's (fixed-offset registers only, see [`mod@register`]).
 
 pub mod poll;
 pub mod register;

@@ -7,16 +7,28 @@
 //! The driver is written against these paths only. In a kernel it builds against 7.3's
 //! own, unmodified `kernel` crate, and nothing of this crate goes into the tree; here it
 //! runs on the host, under loom, or freestanding (`no_std`). What differs between those
-//! lives here, chosen by the build and never by the driver:
+//! lives in backends under the API modules, chosen in one place (`backend`) by the build
+//! and never by the driver; the API modules call into them and no backend imports an API
+//! module that imports it:
 //!
-//! - the barrier instructions, per architecture ([`sync::barrier`]);
-//! - the environment (time, sleeping, the simulated BAR0, the KTAP runner): the `host`
-//!   feature selects the host backend built on `std` ([`host`]); without it the crate is
-//!   `no_std` and the environment functions are provided by the embedding
-//!   ([`env`]), as the kernel provides them to its own `kernel` crate;
-//! - under `--cfg loom`, the model backend (`model`): loom atomics, fences and cells
-//!   for the shared memory, a virtual clock, and a trace of every shared access for the
-//!   DMA contract checker.
+//! - `backend::arch`: the barrier instructions, per architecture ([`sync::barrier`]);
+//! - `backend::plain`: barriers and shared-memory accesses as plain instructions (host and
+//!   freestanding builds);
+//! - `backend::host`: the environment (clock, sleeping, log) built on `std`, with the
+//!   `host` feature; `backend::freestanding` without it, where the crate is `no_std` and
+//!   the embedding provides the environment functions, as the kernel provides them to its
+//!   own `kernel` crate;
+//! - `backend::model`, under `--cfg loom`: loom atomics, fences and cells for the shared
+//!   memory, a virtual clock, and a trace of every shared access for the DMA contract
+//!   checker (its test interface: `model`);
+//! - `backend::trace`, with the feature `trace`: the plain instructions, marked for the
+//!   project's QEMU plugin (its interface: `trace`);
+//! - `backend::{mutation, stats, failslab, dma_pool}`: barrier mutations (model and
+//!   trace), the `dma-mb-stats` counters, and, host only, `failslab` and `DmaPool`.
+//!
+//! The host's test bench (the suites' device, `SimBar`, `run_beside`) is the crate `vdev`,
+//! written on this crate's public API; what it needs beyond Linux's API stays here, marked
+//! **not in 7.3** below (`host`, `io::MmioWriteObserver`, `dma::DmaView`).
 //!
 //! # Against Linux 7.3's `kernel` crate
 //!
@@ -53,13 +65,13 @@
 //! | — | `pci::{Config, CONFIG_RESOURCES}`, `pci::Device::<Bound>::new` | not in 7.3 | Test bench: a host PCI device is made from a `device::Device` and the ids and resources it reports (7.3's come from the PCI core). |
 //! | `dma::{Coherent<T>, CoherentBox<T>, CoherentView<'a, T>, DmaAddress}` | the same | differs | 7.3's names and methods: `Coherent::<T>::zeroed`, `Coherent::<T>::zeroed_slice` (a `Coherent<[T]>`), `CoherentBox::<[T]>::zeroed_slice`, `size`, `len`, `as_ptr`, `as_mut_ptr`, `dma_address`, unsafe `as_ref`/`as_mut`; `CoherentBox` derefs to `T` and turns `into()` a `Coherent`; `&Coherent<T>` and `CoherentView` are I/O views whose `io_read!`/`io_write!` are single volatile accesses and whose byte views `copy_from_slice`/`copy_to_slice`. The constructors take `&Device<Bound>` as 7.3's do, but no attributes (no `*_with_attrs`); the memory is zeroed pages from the environment's allocator whose bus address is the CPU address: the GSP is simulated and no `dma_alloc_coherent` is behind it; or, for a host device made with `Device::with_dma_pool`, pages of its pool at the pool's bus addresses. Under the model backend every 32-bit access and byte copy is a recorded loom access. |
 //! | — | `DmaView::atomic_u64` | not in 7.3 | Virtual GSP and the ivshmem GSP process: a `&Atomic<u64>` in shared memory (`Atomic::from_ptr` of the word; `EOPNOTSUPP` under loom), the copy engine's mbarrier word. The driver's side of that word is 7.3's own `Atomic::from_ptr`. |
-//! | — | `dma::DmaView<'a>`, `Coherent::device_view` | not in 7.3 | The device's side of coherent memory, every access bounds-checked: the virtual GSP, the fuzz targets, the model and the test benches use it. A real device is not Rust code, so 7.3 has no such view. The suites reach it as crate `vdev` (`vdev::{DmaView, device_view}`): `kernel-shim/vdev` on the host, which re-exports these, `kernel-shim/linux-7.3/vdev` in a kernel. |
+//! | — | `dma::DmaView<'a>`, `Coherent::device_view` | not in 7.3 | The device's side of coherent memory, every access bounds-checked: the virtual GSP, the fuzz targets, the model and the test benches use it. A real device is not Rust code, so 7.3 has no such view. The suites reach it as crate `vdev` (`vdev::{DmaView, device_view}`): `drivers/gpu/vgsp/vdev` on the host, which re-exports these, `drivers/gpu/vgsp/vdev/linux-7.3` in a kernel. It stays here: its accesses are the backends' (recorded under loom, marked in the trace build), which no public API reaches. |
 //! | — | `dma::DmaReadObserver`, `Coherent::set_read_observer` | not in 7.3 | Test bench only: a hostile device rewrites the memory between two of the driver's byte copies (`nova_core_gsp_cmdq_errors`). |
 //! | `io::{io_project!, io_read!, io_write!}` | the same | same | `io_project!(io, .a.b[try: i])` narrows any `IoBase` (a view, a `&Coherent<T>`); `io_read!`/`io_write!` read and write through it with one access. Our own text over 7.3's syntax and expansion (`ProjectHelper`, `IoBase::as_view`, `ptr::project!`). |
 //! | `ptr::{project!, KnownSize, Alignment, Alignable, const_align_up}`, `ptr::projection::{OutOfBound, ProjectIndex, ProjectField}` | the same | differs | Same names, signatures and projections (`.field`, `[try: i]` giving `ERANGE`, `[panic: i]`, `[build: i]`, `usize` and range indices, types with `Deref` and packed fields refused). `[build: i]` panics when it runs where 7.3 fails the build (no `build_error` here). |
 //! | `io::{Io<'a>, IoBase<'a>, IoBackend, IoCapable<T>, IoCopyable, IoLoc<Base, T>}` | the same | differs | 7.3's traits and methods (`read32(offset)`, `write32(value, offset)`, their `try_` forms, `read`/`write`/`update`/`try_update` at an `IoLoc`, `read_val`/`write_val`, `copy_read`/`copy_write`, `copy_from_slice`/`copy_to_slice`, `try_cast`, `size`, `len`), `Io` implemented for every `IoBase`. Offsets that 7.3 checks at build time (`read32`, `write32`, ...) panic at run time here; alignment is checked at build time as in 7.3, so a 64-bit fixed-offset access to a `Region` (only known to be 4-byte aligned) does not build, and the driver's ivshmem mailbox uses `try_read64`/`try_write64`; `copy_read`/`copy_write` take this crate's `transmute` traits where 7.3 takes zerocopy's. |
 //! | `io::{Mmio<'a, T>, RelaxedMmio<'a, T>, MmioRaw<T>, Region<SIZE>, ResourceSize}` | the same | same | `Mmio` accesses are `readl`/`writel`-ordered (the same barriers), `Mmio::relaxed()` gives the unordered ones; `MmioRaw::new`, `new_region`, `addr`, `size`, `unsafe Mmio::from_raw`. 7.3's `SysMem`, `IoSysMap` are not here. |
-//! | — | `io::MmioWriteObserver`, `MmioRaw::{from_ptr, with_observer}` | not in 7.3 | Test bench: a region backed by memory keeps its allocation's provenance (`from_ptr`) and tells the simulated device of every 32-bit register write (the doorbells of the host's `vdev::SimBar`; the kernel's is an `Io` backend of its own, since 7.3's `Mmio` tells no one). |
+//! | — | `io::MmioWriteObserver`, `MmioRaw::{from_ptr, with_observer}` | not in 7.3 | Test bench: a region backed by memory keeps its allocation's provenance (`from_ptr`) and tells the simulated device of every 32-bit register write (the doorbells of `vdev::SimBar`, which crate `vdev` writes on this hook, and of `model::ModelBar`; the kernel's is an `Io` backend of its own, since 7.3's `Mmio` tells no one). |
 //! | `io::register!`, `io::register::{Register, FixedRegister, FixedRegisterLoc, LocatedRegister}`, `Io::{write_reg, try_write_reg}` | the same | differs | A subset: fixed-offset registers only (no relative, array or alias registers, no `=>`/`?=>` fields). The fields are typed as 7.3 types them: `field()` returns `num::Bounded<STORAGE, WIDTH>`, `with_field` takes any `Into<Bounded<STORAGE, WIDTH>>` (so a type too wide for the field does not build), `with_const_field::<V>()` is a `const fn`, `try_with_field` takes any `TryIntoBounded` and returns `EOVERFLOW`; `from_raw`/`into_raw` and `From` both ways; `zeroed()` is `Zeroable`'s (the prelude's), the register types implementing it. Ours alone: `Default`, and a `Debug` showing the fields in hex. A register beyond the region panics at the access, where 7.3 fails the build. The driver's `NV_PGSP_QUEUE_HEAD` and ivshmem registers use it. |
 //! | `num::{Bounded<T, N>, TryIntoBounded, Integer, Signed, Unsigned}` | the same | same | 7.3's constructors and conversions (`new::<V>()` checked at build time, `try_new`, `from_expr`, `get`, `extend`, `try_shrink`, `cast`, `shr`, `shr_exact`, `shl`, `into_bool`; `From` each primitive into the `Bounded`s of its signedness with room for all its values and `bool` into any unsigned one, `From` a `Bounded` into each primitive wide enough for its bits and one unsigned bit into `bool`), `Deref` to `T`, comparisons and operators with a `Bounded` or a `T`, the formatting traits (`Debug` derived). `from_expr` checks its value when it runs (a panic) where 7.3 proves it at build time (`build_assert!`); `Deref` gives the optimiser no range hint. 7.3's `num::casts` is not here. |
 //! | `prelude::Zeroable` (7.3: `pin_init::Zeroable`) | the same trait, pinned-init's, in the prelude; the derive ours | differs | pin-init's own trait (`zeroed()`, `init_zeroed()`, its impls for the integers, floats, `bool`, `char`, `()`, arrays, tuples, raw pointers, `Option<NonZero*>`, ...), implemented by every `register!` and `bitfield!` type. `#[derive(Zeroable)]` is ours (`macros`), as 7.3's: structs with named fields, tuple and unit structs, unions, `Zeroable` added to each type parameter's bounds, every field's type checked (pinned-init 0.0.10's takes named fields only); it expands to `::pinned_init::Zeroable` (7.3: `::pin_init::`), so the crate depends on `pinned-init` (see `init`). `register!` names the trait `init::Zeroable`, a hidden re-export: 7.3's `kernel::init` has no `Zeroable`. |
@@ -84,12 +96,11 @@
 //! | `#[kunit_tests(name)]` (`macros`, in the prelude) | the same name | differs | The kernel tier uses 7.3's own; ours expands a module item for item as 7.3's does, so a suite builds and asserts alike under both. As in 7.3: before each `#[test]` function `assert!`/`assert_eq!` are declared again as module items, so from the first case to the end of the module (cases' bodies, and helpers written after the first case) they are KUnit's: a `bool` condition or two operands compared with `==` (no `Debug` needed), no message; before the first case and outside the module they are `core`'s, as `assert_ne!` is everywhere (a kernel panic, so helpers return an `Err` instead); each case is called by `kunit_rust_wrapper_<case>`, listed in `TEST_CASES`; a case returns `()` or any `Result`, an `Err` failing it; a case's `#[cfg]`s gate its call, and a case configured out is still listed and reported skipped. Ours differs where the host needs it: the module is built whatever the configuration (7.3's only under `CONFIG_KUNIT`); each wrapper is a `fn() -> kunit::Status`, not `extern "C"`, and also a `cargo test` test (ignored when its case is configured out); `__kunit_suite!` declares a `KUNIT_SUITE: kunit::Suite` for the host runner where 7.3's `kunit_unsafe_test_suite!` registers the suite with KUnit; a failure is a panic, reported with the assertion's file and line (and the operands or the `Err` when `Debug`), where KUnit ends the case's thread. |
 //! | — | `kunit::{Suite, Case, Status}` | not in 7.3 | Host only in use: what our `#[kunit_tests]` declares and `vgsp_kunit::SUITES` lists, for the host's KTAP runner. 7.3's attribute registers each suite itself and makes nothing to list. |
 //! | — | `host::kunit::{run, Totals}` | not in 7.3 | Host only: the KTAP runner of `vgsp-host`. |
-//! | — | `host::device()` | not in 7.3 | Host only: the simulated device that tools and fuzz targets bind to. |
+//! | — | `host::device()` | not in 7.3 | Host only: the simulated device that tools and fuzz targets bind to (`vdev::device()` on the host too). |
 //! | — | `host::failslab::{fail_nth, exempt, FailNth}` | not in 7.3 | Test bench (host only): allocation-failure injection for the arming thread, as the kernel's `failslab` with its per-task `fail-nth` (which 7.3 configures through debugfs and procfs, not through the `kernel` crate): the `n`-th allocation of a `Vec` or `Box` from the arming on fails with `AllocError`. |
 //! | — | `host::DmaPool`, `device::Device::<Bound>::with_dma_pool`, `Device::dma_pool` | not in 7.3 | Ours, test bench (host only): a device whose coherent allocations (`Coherent::zeroed`, `zeroed_slice`, `CoherentBox::zeroed`) are carved from a mapping the caller shares with another process, page-aligned bump allocation (a freed block leaks within the pool), bus address = the caller's bus base + the offset. The ivshmem host test plays QEMU with it: the GSP process reaches the driver's `GspMem` in "guest RAM" by bus address, as it does under QEMU. 7.3's `Device` has a `struct device` and the real DMA API behind it. |
-//! | — | `vdev::{device, SimBar, run_beside}` | not in 7.3 | Test bench: the suites' device, a memory-backed BAR whose doorbells wake a waiter, a device model on a thread of its own. The suites reach them as crate `vdev`: `kernel-shim/vdev` on the host, which re-exports these, `kernel-shim/linux-7.3/vdev` in a kernel (a faux device, a BAR that is an `Io` backend of its own, a kthread), written on 7.3's crate. |
-//! | — | `model::*` | not in 7.3 | The loom backend (`--cfg loom`), tests only: agents (the driver's threads, the GSP), the access trace (ring words and pages, barriers, the locks' acquires and releases), barrier mutations, `ModelBar`. |
-//! | — | `trace::*` | not in 7.3 | The trace build (feature `trace`), for the ordering check of compiled code only: marks of coherent regions and of loaded values for the project's QEMU plugin, and the barrier mutations at run time. |
+//! | — | `model::*` | not in 7.3 | The loom backend's test interface (`--cfg loom`; `backend::model` re-exported), tests only: agents (the driver's threads, the GSP), the access trace (ring words and pages, barriers, the locks' acquires and releases), barrier mutations, `ModelBar`. |
+//! | — | `trace::*` | not in 7.3 | The trace backend (feature `trace`; `backend::trace`'s public items), for the ordering check of compiled code only: marks of coherent regions and of loaded values for the project's QEMU plugin, and the barrier mutations at run time. |
 
 #![no_std]
 
@@ -98,13 +109,13 @@ extern crate alloc as alloc_crate;
 extern crate std;
 
 pub mod alloc;
+mod backend;
 pub mod bitfield;
 pub mod build_assert;
 #[cfg(doctest)]
 mod compile_fail;
 pub mod device;
 pub mod dma;
-mod env;
 pub mod error;
 pub mod ffi;
 #[cfg(feature = "host")]
@@ -114,8 +125,6 @@ pub mod io;
 pub mod kunit;
 #[cfg(loom)]
 pub mod model;
-#[cfg(any(loom, feature = "trace"))]
-mod mutation;
 pub mod num;
 pub mod pci;
 pub mod prelude;
@@ -125,10 +134,8 @@ pub mod sizes;
 pub mod sync;
 pub mod time;
 #[cfg(all(feature = "trace", not(loom)))]
-pub mod trace;
+pub use backend::trace;
 pub mod transmute;
-#[cfg(feature = "host")]
-pub mod vdev;
 
 pub use macros;
 

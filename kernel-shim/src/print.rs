@@ -70,14 +70,14 @@ impl fmt::Display for Prefixed<'_> {
 pub fn call_printk(level: &str, module_name: &[u8], args: fmt::Arguments<'_>) {
     let name = module_name.strip_suffix(b"\0").unwrap_or(module_name);
     let prefix = core::str::from_utf8(name).unwrap_or("?");
-    crate::env::printk(level, format_args!("{}", Prefixed { prefix, args }));
+    crate::backend::env::printk(level, format_args!("{}", Prefixed { prefix, args }));
 }
 
 /// What the `dev_*!` macros print with (declared here, beside them; 7.3 declares them in
 /// `device.rs`). Each prints `args` at its level, prefixed with the device's name.
 impl<Ctx: DeviceContext> Device<Ctx> {
     fn printk(&self, level: &str, args: fmt::Arguments<'_>) {
-        crate::env::printk(
+        crate::backend::env::printk(
             level,
             format_args!(
                 "{}",

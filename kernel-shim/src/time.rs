@@ -237,7 +237,7 @@ unsafe impl ClockSource for Monotonic {
 
     fn ktime_get() -> i64 {
         // CAST: below `i64::MAX` for 292 years of uptime (see the `SAFETY` above).
-        crate::env::ktime_get_ns() as i64
+        crate::backend::env::ktime_get_ns() as i64
     }
 }
 
@@ -338,6 +338,6 @@ pub mod delay {
             return;
         }
         // CAST: checked non-negative above.
-        crate::env::fsleep_ns(delta.as_nanos() as u64);
+        crate::backend::env::fsleep_ns(delta.as_nanos() as u64);
     }
 }

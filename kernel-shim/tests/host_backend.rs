@@ -44,10 +44,10 @@ use kernel::{
         Jiffy,
         Monotonic, //
     },
-    vdev::{
-        run_beside,
-        SimBar, //
-    },
+};
+use vdev::{
+    run_beside,
+    SimBar, //
 };
 
 #[test]

@@ -47,8 +47,8 @@ use kernel::{
         AsBytes,
         FromBytes, //
     },
-    vdev::SimBar, //
 };
+use vdev::SimBar;
 
 /// The nested part of [`Frame`]: 16 bytes, no padding.
 #[repr(C)]
@@ -139,7 +139,7 @@ impl DmaReadObserver for Scribbler {
 
 /// The simulated device the allocations are made for.
 fn dev() -> &'static Device<Bound> {
-    kernel::vdev::device().expect("the host always has its simulated device")
+    vdev::device().expect("the host always has its simulated device")
 }
 
 /// `offset` as a bus-address difference.

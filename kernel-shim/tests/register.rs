@@ -11,8 +11,8 @@ use kernel::{
     },
     num::Bounded,
     prelude::*,
-    vdev::SimBar,
 };
+use vdev::SimBar;
 
 /// The size of the simulated BAR the tests access.
 const BAR_SIZE: usize = 0x1000;

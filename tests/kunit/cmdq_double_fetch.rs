@@ -6,7 +6,7 @@
 //! Host only: the GSP's rewrite is timed by the shim's read observer
 //! (`Coherent::set_read_observer`, ours), which tells it of every copy the driver makes
 //! out of the shared memory. A kernel's `Coherent` tells no one; the model tier
-//! (`tests/model`) and the fuzzer cover the same race there.
+//! (`tools/model`) and the fuzzer cover the same race there.
 
 #![cfg(not(CONFIG_RUST))]
 
@@ -28,6 +28,7 @@ pub mod tests {
         },
         prelude::*,
     };
+    use nova_core::gsp::cmdq::BenchSeam;
     use nova_core::gsp::fault::Fault;
     use nova_core::gsp::fw::{
         self,
@@ -38,6 +39,7 @@ pub mod tests {
         GSP_PAGE_SIZE,
         NV_OK, //
     };
+    use nova_testbench::ReceiveAny;
     use vdev::DmaView;
     use zerocopy::IntoBytes;
 
@@ -102,13 +104,16 @@ pub mod tests {
             {
                 return;
             }
-            let written =
-                fw::for_each_ring_piece(self.ring_pos, self.replacement.len(), |off, range| {
+            let written = fw::ring::for_each_ring_piece(
+                self.ring_pos,
+                self.replacement.len(),
+                |off, range| {
                     self.view.write_bytes(
                         GSPQ_OFFSET + fw::slot_offset(0) + off,
                         &self.replacement[range],
                     )
-                });
+                },
+            );
             self.rewritten.store(written.is_ok(), Ordering::Relaxed);
         }
     }
@@ -118,7 +123,7 @@ pub mod tests {
     fn sealed_log_element(seq_num: u32, payload: &[u8]) -> Result<KVec<u8>> {
         let mut header = GspMsgElement::new(
             seq_num,
-            MsgFunction::UcodeLibosPrint.into(),
+            MsgFunction::UCODE_LIBOS_PRINT.into(),
             0,
             payload.len(),
         );
@@ -189,7 +194,8 @@ pub mod tests {
             let el = sealed_log_element(fill, original)?;
             // The element is the one the GSP itself would send.
             check!(el[..] == log_element(&pair, original)?[..])?;
-            pair.gsp.post_raw(&el, fw::elem_count_for(original.len()))?;
+            pair.gsp
+                .post_raw(&el, fw::element::elem_count_for(original.len()))?;
 
             gsp.arm();
             let result = pair.cmdq.receive_any(LONG);

@@ -26,15 +26,21 @@ pub mod tests {
         prelude::*, //
     };
     use nova_core::gsp::{
-        cmdq::GspMessage,
-        events::EventHandler,
+        cmdq::{
+            BenchSeam,
+            EventHandler,
+            GspMessage, //
+        },
         fault::Fault,
         fw::{
             MsgFunction,
             MAX_ELEMENT_PAYLOAD, //
         },
     };
-    use nova_testbench::rpc::Echo;
+    use nova_testbench::{
+        rpc::Echo,
+        ReceiveAny, //
+    };
 
     use crate::{
         cmdq_errors::tests::log_element,
@@ -124,7 +130,7 @@ pub mod tests {
         // Nothing consumed: the retry gets the element.
         check!(pair.cmdq.cpu_ptrs().1 == 0)?;
         let msg = pair.cmdq.receive_any(LONG)?;
-        check!(msg.function() == Ok(MsgFunction::UcodeLibosPrint))?;
+        check!(msg.function() == MsgFunction::UCODE_LIBOS_PRINT)?;
         check!(msg.payload[..] == b"kept"[..])?;
         check!(pair.cmdq.cpu_ptrs().1 == 1)
     }
@@ -133,7 +139,7 @@ pub mod tests {
     fn enomem_on_a_continuation_resumes_the_message() -> Result {
         let mut pair = Pair::new()?;
         let payload = Pair::pattern(MAX_ELEMENT_PAYLOAD + 300, 3)?;
-        pair.gsp.post_event(MsgFunction::OsErrorLog, &payload)?;
+        pair.gsp.post_event(MsgFunction::OS_ERROR_LOG, &payload)?;
         pair.gsp_run()?;
         // The head's buffer is the first allocation, the record's room the second.
         let armed = failslab::fail_nth(1);
@@ -143,7 +149,7 @@ pub mod tests {
         // The head was consumed and is kept; the record stays on the ring.
         check!(pair.cmdq.cpu_ptrs().1 == 16)?;
         let msg = pair.cmdq.receive_any(LONG)?;
-        check!(msg.function() == Ok(MsgFunction::OsErrorLog))?;
+        check!(msg.function() == MsgFunction::OS_ERROR_LOG)?;
         check!(msg.elem_count == 17)?;
         check!(msg.payload[..] == payload[..])?;
         check!(pair.cmdq.cpu_ptrs().1 == 17)
@@ -164,7 +170,7 @@ pub mod tests {
     fn walk_scenario(n: u64) -> Result<Walked> {
         let mut pair = Pair::new()?;
         RECORDER.reset();
-        for function in [MsgFunction::UcodeLibosPrint, MsgFunction::OsErrorLog] {
+        for function in [MsgFunction::UCODE_LIBOS_PRINT, MsgFunction::OS_ERROR_LOG] {
             pair.cmdq.on_event(function, &RECORDER)?;
         }
         let small = Pair::pattern(10, 1)?;
@@ -173,8 +179,8 @@ pub mod tests {
         let last = Pair::pattern(40, 4)?;
         let full_event = Pair::pattern(MAX_ELEMENT_PAYLOAD, 5)?;
         let split_event = Pair::pattern(MAX_ELEMENT_PAYLOAD + 100, 6)?;
-        let log = u32::from(MsgFunction::UcodeLibosPrint);
-        let error_log = u32::from(MsgFunction::OsErrorLog);
+        let log = u32::from(MsgFunction::UCODE_LIBOS_PRINT);
+        let error_log = u32::from(MsgFunction::OS_ERROR_LOG);
         let events = [
             digest(log, b"first"),
             digest(error_log, &full_event),
@@ -183,7 +189,8 @@ pub mod tests {
         ];
         // Ahead of the replies: a line, then an event exactly one full element.
         pair.gsp.log(b"first")?;
-        pair.gsp.post_event(MsgFunction::OsErrorLog, &full_event)?;
+        pair.gsp
+            .post_event(MsgFunction::OS_ERROR_LOG, &full_event)?;
 
         let mut nomem = 0;
         let armed = failslab::fail_nth(n);
@@ -202,7 +209,8 @@ pub mod tests {
         drop(pending);
         // After the replies: a split event and a line, then a last round trip.
         failslab::exempt(|| -> Result {
-            pair.gsp.post_event(MsgFunction::OsErrorLog, &split_event)?;
+            pair.gsp
+                .post_event(MsgFunction::OS_ERROR_LOG, &split_event)?;
             pair.gsp.log(b"last")
         })?;
         let mut p = retry(&mut nomem, || cmdq.submit(bar, &Echo(&last)))?;

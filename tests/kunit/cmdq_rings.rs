@@ -10,8 +10,8 @@ pub mod tests {
     use kernel::prelude::*;
     use nova_core::gsp::{
         cmdq::{
-            GspMessage,
-            SEND_TIMEOUT, //
+            BenchSeam,
+            GspMessage, //
         },
         fw::{
             self,
@@ -23,7 +23,14 @@ pub mod tests {
             RPC_HEADER_SIZE, //
         },
     };
-    use nova_testbench::rpc::Echo;
+    use nova_testbench::{
+        rpc::{
+            Echo,
+            Raw,
+            VGSP_ECHO, //
+        },
+        ReceiveAny,
+    };
     use zerocopy::IntoBytes;
 
     use crate::fixture::{
@@ -38,7 +45,7 @@ pub mod tests {
         let seq = pair.cmdq.post(pair.bar.bar(), &Echo(payload))?;
         pair.gsp_run()?;
         let reply = pair.cmdq.receive_any(LONG)?;
-        check!(reply.function() == Ok(MsgFunction::VgspEcho))?;
+        check!(reply.function() == VGSP_ECHO)?;
         check!(reply.sequence == seq)?;
         check!(reply.rpc_result == 0)?;
         check!(reply.payload[..] == *payload)?;
@@ -121,9 +128,10 @@ pub mod tests {
         for _ in 0..MSGQ_NUM_PAGES - 1 {
             pair.cmdq.post(pair.bar.bar(), &Echo(&[7; 8]))?;
         }
+        // The send waits its whole timeout for a slot, then gives up.
         let full = pair
             .cmdq
-            .send_rpc(pair.bar.bar(), MsgFunction::Nop, &[7; 8], SHORT);
+            .post(pair.bar.bar(), &Raw::<{ MsgFunction::NOP.0 }>(&[7; 8]));
         assert_eq!(full, Err(ETIMEDOUT));
         // The GSP consumes what it can and replies until `gspq` is full too.
         pair.gsp_run()?;
@@ -143,7 +151,7 @@ pub mod tests {
         }
         assert_eq!(replies, MSGQ_NUM_PAGES - 1);
         pair.cmdq
-            .send_rpc(pair.bar.bar(), MsgFunction::Nop, &[7; 8], SEND_TIMEOUT)?;
+            .post(pair.bar.bar(), &Raw::<{ MsgFunction::NOP.0 }>(&[7; 8]))?;
         Ok(())
     }
 
@@ -196,10 +204,10 @@ pub mod tests {
             RPC_HEADER_SIZE + MAX_ELEMENT_PAYLOAD
         );
         assert_eq!(last.rpc.length as usize, RPC_HEADER_SIZE + 1000 + 8);
-        assert_eq!(head.rpc.function, u32::from(MsgFunction::VgspEcho));
+        assert_eq!(head.rpc.function, u32::from(VGSP_ECHO));
         assert_eq!(
             cont.rpc.function,
-            u32::from(MsgFunction::ContinuationRecord)
+            u32::from(MsgFunction::CONTINUATION_RECORD)
         );
         assert_eq!(
             (head.rpc.sequence, cont.rpc.sequence, last.rpc.sequence),
@@ -227,13 +235,10 @@ pub mod tests {
             let seq = pair.cmdq.post(pair.bar.bar(), &Echo(&i.to_le_bytes()))?;
             pair.gsp_run()?;
             let reply = pair.cmdq.receive_any(LONG)?;
-            assert_eq!(
-                (reply.function(), reply.sequence),
-                (Ok(MsgFunction::VgspEcho), seq)
-            );
+            assert_eq!((reply.function(), reply.sequence), (VGSP_ECHO, seq));
             if i % 2 == 1 {
                 let event = pair.cmdq.receive_any(LONG)?;
-                assert_eq!(event.function(), Ok(MsgFunction::UcodeLibosPrint));
+                assert_eq!(event.function(), MsgFunction::UCODE_LIBOS_PRINT);
                 assert!(event.payload.starts_with(b"vgsp: "));
             }
         }

@@ -160,7 +160,10 @@ pub mod tests {
         },
     };
     use nova_core::gsp::{
-        cmdq::RECORD_TIMEOUT,
+        cmdq::{
+            BenchSeam,
+            RECORD_TIMEOUT, //
+        },
         commands::{
             RmControl,
             RmControlHeader, //
@@ -173,10 +176,16 @@ pub mod tests {
             MSGQ_WRITE_PTR_OFFSET, //
         },
     };
-    use nova_testbench::rpc::{
-        Echo,
-        EchoHeader,
-        EchoReply, //
+    use nova_testbench::{
+        rpc::{
+            Echo,
+            EchoHeader,
+            EchoReply,
+            Raw,
+            VGSP_ECHO,
+            VGSP_SINK, //
+        },
+        ReceiveAny,
     };
     use vgsp::Vgsp;
     use zerocopy::IntoBytes;
@@ -213,10 +222,10 @@ pub mod tests {
     fn untyped_receive_reassembles_head_and_records() -> Result {
         let mut pair = Pair::new()?;
         let payload = Pair::pattern(2 * R570_CHUNK + 1000, 7)?;
-        let slots = post_message(&mut pair.gsp, MsgFunction::Nop.into(), 12, &payload)?;
+        let slots = post_message(&mut pair.gsp, MsgFunction::NOP.into(), 12, &payload)?;
         check!(slots == 16 + 16 + 1)?;
         let msg = pair.cmdq.receive_any(LONG)?;
-        check!(msg.function() == Ok(MsgFunction::Nop))?;
+        check!(msg.function() == MsgFunction::NOP)?;
         check!((msg.sequence, msg.elem_count) == (12, slots))?;
         check!(msg.payload[..] == payload[..])?;
         check!(pair.cmdq.cpu_ptrs().1 == slots)
@@ -228,12 +237,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         let bytes = Pair::pattern(len, 8)?;
         let pending = pair.cmdq.submit(pair.bar.bar(), &Echo(&bytes))?;
-        post_message(
-            &mut pair.gsp,
-            MsgFunction::VgspEcho.into(),
-            pending.sequence(),
-            &bytes,
-        )?;
+        post_message(&mut pair.gsp, VGSP_ECHO.into(), pending.sequence(), &bytes)?;
         let reply = pending.wait(LONG)?;
         check!(reply.0[..] == bytes[..])
     }
@@ -273,7 +277,7 @@ pub mod tests {
         payload.extend_from_slice(&params, GFP_KERNEL)?;
         post_message(
             &mut pair.gsp,
-            MsgFunction::GspRmControl.into(),
+            MsgFunction::GSP_RM_CONTROL.into(),
             pending.sequence(),
             &payload,
         )?;
@@ -287,13 +291,13 @@ pub mod tests {
         let mut pair = Pair::new()?;
         // One element exactly full, nobody expecting a length, nothing published after.
         let payload = Pair::pattern(R570_CHUNK, 11)?;
-        let slots = post_message(&mut pair.gsp, MsgFunction::Nop.into(), 4, &payload)?;
+        let slots = post_message(&mut pair.gsp, MsgFunction::NOP.into(), 4, &payload)?;
         check!(slots == 16)?;
         // A zero timeout too waits the grace for a record, then delivers the message.
         let start = Instant::<Monotonic>::now();
         let msg = pair.cmdq.receive_any(Delta::ZERO)?;
         check!(start.elapsed().as_nanos() >= RECORD_TIMEOUT.as_nanos())?;
-        check!((msg.function(), msg.sequence) == (Ok(MsgFunction::Nop), 4))?;
+        check!((msg.function(), msg.sequence) == (MsgFunction::NOP, 4))?;
         check!(msg.elem_count == 16)?;
         check!(msg.payload[..] == payload[..])?;
         check!(pair.cmdq.cpu_ptrs().1 == 16)
@@ -306,7 +310,7 @@ pub mod tests {
         let seq = pair.gsp.tx_seq();
         let head = r570_element(
             seq,
-            MsgFunction::Nop.into(),
+            MsgFunction::NOP.into(),
             3,
             &payload[..R570_CHUNK],
             payload.len(),
@@ -321,10 +325,10 @@ pub mod tests {
     fn the_driver_writes_a_split_rpc_as_r570_does() -> Result {
         let pair = Pair::new()?;
         let payload = Pair::pattern(2 * R570_CHUNK + 1000, 9)?;
-        let function = MsgFunction::VgspSink;
+        let function = VGSP_SINK;
         let sequence = pair
             .cmdq
-            .send_rpc(pair.bar.bar(), function, &payload, LONG)?;
+            .post(pair.bar.bar(), &Raw::<{ VGSP_SINK.0 }>(&payload))?;
         let view = pair.view();
         let mut slot = 0;
         for (want, n) in r570_command(0, function.into(), sequence, &payload)?.iter() {
@@ -351,14 +355,14 @@ pub mod tests {
         // Where the driver would have written them, published as the driver would.
         let view = pair.view();
         let mut slot = 0;
-        for (el, n) in r570_command(0, MsgFunction::VgspEcho.into(), 5, &payload)?.iter() {
+        for (el, n) in r570_command(0, VGSP_ECHO.into(), 5, &payload)?.iter() {
             view.write_bytes(CPUQ_OFFSET + fw::slot_offset(slot), el)?;
             slot += n;
         }
         view.write32(CPUQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, slot)?;
         pair.gsp_run()?;
         let reply = pair.cmdq.receive_any(LONG)?;
-        check!(reply.function() == Ok(MsgFunction::VgspEcho))?;
+        check!(reply.function() == VGSP_ECHO)?;
         check!(reply.sequence == 5)?;
         let echo: EchoReply = pair.cmdq.read_msg(&reply)?;
         check!(echo.0[..] == bytes[..])

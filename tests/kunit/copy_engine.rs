@@ -9,6 +9,7 @@ use kernel::prelude::*;
 #[kunit_tests(vgsp_copy_engine)]
 pub mod tests {
     use kernel::prelude::*;
+    use nova_core::gsp::cmdq::BenchSeam;
     use nova_core::gsp::fw;
     use nova_testbench::ce::CopyArena;
 
@@ -130,7 +131,7 @@ pub mod tests {
                 for (i, len) in [1u32, 4096, 4097, 65_000].into_iter().enumerate() {
                     let src = i * 7;
                     let dst = HALF + i * 13;
-                    arena.copy(&gsp.cmdq, bar, src, dst, len, 1500, LONG)?;
+                    arena.copy(gsp.cmdq(), bar, src, dst, len, 1500, LONG)?;
                     let mut out = KVec::new();
                     out.resize(len as usize, 0u8, GFP_KERNEL)?;
                     arena.read(dst, &mut out)?;

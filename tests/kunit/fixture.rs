@@ -10,6 +10,7 @@ use kernel::{
 };
 use nova_core::gsp::{
     cmdq::{
+        BenchSeam,
         Cmdq,
         CommandToGsp, //
     },
@@ -31,6 +32,9 @@ pub type SimBar0<'a> = BarIo<'a, BAR0_SIZE>;
 pub const SHORT: Delta = Delta::from_millis(20);
 /// A timeout for waits that are expected to succeed.
 pub const LONG: Delta = Delta::from_secs(2);
+/// How long a caller waits for the reply to its command: as long as the driver's own
+/// sends wait (upstream's `send_command`).
+pub const REPLY: Delta = Delta::from_secs(5);
 
 /// A BAR0 backed by memory: doorbell writes land there and wake no one (the cases run
 /// the GSP in turns).

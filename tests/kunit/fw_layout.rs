@@ -14,15 +14,13 @@ pub mod tests {
         size_of, //
     };
 
-    use kernel::{
-        io::{
-            io_project,
-            io_read,
-            Io, //
-        },
-        prelude::*, //
-    };
+    use kernel::prelude::*;
     use nova_core::gsp::{
+        cmdq::{
+            BenchSeam,
+            CommandToGsp,
+            NoReply, //
+        },
         commands::{
             ConfigMirror,
             GetGspStaticInfo,
@@ -33,14 +31,26 @@ pub mod tests {
             PciFunction,
             RmControl,
             RmControlHeader,
-            UnloadingGuestDriver,
-            MAX_USER_VA, //
+            UnloadingGuestDriver, //
         },
         fault::Fault,
-        fw::*,
+        fw::{
+            element::*,
+            ring::*,
+            *, //
+        },
+    };
+    use nova_testbench::rpc::{
+        element_count_for_rpc,
+        VGSP_CE_COPY,
+        VGSP_ECHO,
+        VGSP_SINK, //
     };
     use vgsp::command_payload_len;
-    use zerocopy::IntoBytes;
+    use zerocopy::{
+        FromBytes,
+        IntoBytes, //
+    };
 
     /// Returns the little-endian `u32` at `offset` of `bytes`.
     fn le32(bytes: &[u8], offset: usize) -> u32 {
@@ -65,19 +75,27 @@ pub mod tests {
         subsystem_vendor_id: 0x1458,
         subsystem_id: 0x40bf,
         revision_id: 0xa1,
-        config_mirror: ConfigMirror::TU102,
+        // Turing's, Ampere's and Ada's.
+        config_mirror: ConfigMirror {
+            base: 0x8_8000,
+            size: 0x1000,
+        },
     };
 
-    use crate::fixture::Pair;
+    use crate::fixture::{
+        check,
+        Pair, //
+    };
 
     #[test]
     fn gsp_mem_layout_matches_r570() {
         assert_eq!(size_of::<GspMem>(), 0x81000);
-        assert_eq!(offset_of!(GspMem, cpuq), 0x1000);
-        assert_eq!(offset_of!(GspMem, gspq), 0x41000);
+        assert_eq!(PTES_OFFSET, 0);
+        assert_eq!(CPUQ_OFFSET, 0x1000);
+        assert_eq!(GSPQ_OFFSET, 0x41000);
         assert_eq!(size_of::<Msgq>(), 0x40000);
-        assert_eq!(offset_of!(Msgq, rx), 0x20);
-        assert_eq!(offset_of!(Msgq, msgq), 0x1000);
+        assert_eq!(slot_offset(0), 0x1000);
+        assert_eq!(RING_BYTES, 63 * 0x1000);
         assert_eq!(MSGQ_WRITE_PTR_OFFSET, 0x10);
         assert_eq!(MSGQ_READ_PTR_OFFSET, 0x20);
         assert_eq!(slot_offset(62), 0x1000 + 62 * 0x1000);
@@ -92,40 +110,53 @@ pub mod tests {
         assert_eq!(offset_of!(GspMsgElement, elem_count), 0x28);
         assert_eq!(offset_of!(GspMsgElement, rpc), 0x30);
         assert_eq!(size_of::<GspRpcHeader>(), 32);
-        assert_eq!(RPC_SIGNATURE, 0x4350_5256);
-        assert_eq!(RPC_HEADER_VERSION.into_bits(), 0x0300_0000);
+        assert_eq!(RPC_HEADER_SIZE, 32);
+        assert_eq!(ELEMENT_HEADER_SIZE, 80);
     }
 
     #[test]
     fn msg_functions_carry_r570_numbers() {
         let numbers = [
-            (MsgFunction::Nop, 0),
-            (MsgFunction::UnloadingGuestDriver, 47),
-            (MsgFunction::GetGspStaticInfo, 65),
-            (MsgFunction::ContinuationRecord, 71),
-            (MsgFunction::GspSetSystemInfo, 72),
-            (MsgFunction::SetRegistry, 73),
-            (MsgFunction::GspRmControl, 76),
-            (MsgFunction::VgspCeCopy, 0x0f01),
-            (MsgFunction::GspInitDone, 0x1001),
-            (MsgFunction::GspRunCpuSequencer, 0x1002),
-            (MsgFunction::PostEvent, 0x1003),
-            (MsgFunction::RcTriggered, 0x1004),
-            (MsgFunction::MmuFaultQueued, 0x1005),
-            (MsgFunction::OsErrorLog, 0x1006),
-            (MsgFunction::UcodeLibosPrint, 0x100c),
-            (MsgFunction::PerfBridgelessInfoUpdate, 0x100f),
-            (MsgFunction::GspLockdownNotice, 0x101c),
-            (MsgFunction::GspPostNocatRecord, 0x1020),
+            (MsgFunction::NOP, 0),
+            (MsgFunction::UNLOADING_GUEST_DRIVER, 47),
+            (MsgFunction::GET_GSP_STATIC_INFO, 65),
+            (MsgFunction::CONTINUATION_RECORD, 71),
+            (MsgFunction::GSP_SET_SYSTEM_INFO, 72),
+            (MsgFunction::SET_REGISTRY, 73),
+            (MsgFunction::GSP_RM_CONTROL, 76),
+            (MsgFunction::GSP_INIT_DONE, 0x1001),
+            (MsgFunction::GSP_RUN_CPU_SEQUENCER, 0x1002),
+            (MsgFunction::POST_EVENT, 0x1003),
+            (MsgFunction::RC_TRIGGERED, 0x1004),
+            (MsgFunction::MMU_FAULT_QUEUED, 0x1005),
+            (MsgFunction::OS_ERROR_LOG, 0x1006),
+            (MsgFunction::UCODE_LIBOS_PRINT, 0x100c),
+            (MsgFunction::PERF_BRIDGELESS_INFO_UPDATE, 0x100f),
+            (MsgFunction::GSP_LOCKDOWN_NOTICE, 0x101c),
+            (MsgFunction::GSP_POST_NOCAT_RECORD, 0x1020),
         ];
         for (function, number) in numbers {
             assert_eq!(u32::from(function), number);
             assert_eq!(MsgFunction::try_from(number), Ok(function));
             assert_eq!(function.is_event(), number >= 0x1000);
         }
-        assert_eq!(MsgFunction::UcodeLibosPrint.name(), "UCODE_LIBOS_PRINT");
-        assert_eq!(MsgFunction::VgspCeCopy.name(), "VGSP_CE_COPY");
-        assert_eq!(MsgFunction::GspRmControl.name(), "GSP_RM_CONTROL");
+        assert_eq!(MsgFunction::UCODE_LIBOS_PRINT.name(), "UCODE_LIBOS_PRINT");
+        assert_eq!(MsgFunction::GSP_RM_CONTROL.name(), "GSP_RM_CONTROL");
+    }
+
+    #[test]
+    fn the_benchs_functions_are_numbered_clear_of_r570s() {
+        for (function, number) in [
+            (VGSP_CE_COPY, 0x0f01),
+            (VGSP_ECHO, 0x0f02),
+            (VGSP_SINK, 0x0f03),
+        ] {
+            assert_eq!(u32::from(function), number);
+            // None of r570's: the driver does not list them, nor are they events.
+            assert_eq!(MsgFunction::try_from(number), Err(EINVAL));
+            assert!(!function.is_event());
+            assert_eq!(function.name(), "UNKNOWN");
+        }
     }
 
     #[test]
@@ -142,8 +173,8 @@ pub mod tests {
 
     #[test]
     fn a_record_numbered_as_the_first_or_after_the_last_continues_a_message() {
-        let record = |sequence| header(MsgFunction::ContinuationRecord, sequence, 10);
-        let head = header(MsgFunction::Nop, 7, MAX_ELEMENT_PAYLOAD);
+        let record = |sequence| header(MsgFunction::CONTINUATION_RECORD, sequence, 10);
+        let head = header(MsgFunction::NOP, 7, MAX_ELEMENT_PAYLOAD);
         let mut delimiter = Delimiter::head(&head, MAX_ELEMENT_PAYLOAD, None);
         // After the head: numbered as it, or as the one after it.
         assert_eq!(delimiter.next(&record(7)), Next::Append);
@@ -152,26 +183,28 @@ pub mod tests {
         assert_eq!(delimiter.next(&record(6)), Next::Ends);
         // After a record numbered 8: as the first, or 9; not 8 again.
         delimiter.append(
-            &header(MsgFunction::ContinuationRecord, 8, MAX_ELEMENT_PAYLOAD),
+            &header(MsgFunction::CONTINUATION_RECORD, 8, MAX_ELEMENT_PAYLOAD),
             MAX_ELEMENT_PAYLOAD,
         );
         assert_eq!(delimiter.next(&record(7)), Next::Append);
         assert_eq!(delimiter.next(&record(9)), Next::Append);
         assert_eq!(delimiter.next(&record(8)), Next::Ends);
         // Another function ends it, whatever its number.
-        assert_eq!(delimiter.next(&header(MsgFunction::Nop, 9, 10)), Next::Ends);
+        assert_eq!(delimiter.next(&header(MsgFunction::NOP, 9, 10)), Next::Ends);
     }
 
     #[test]
     fn rpc_header_fields_sit_at_r570_offsets() {
-        let h = GspMsgElement::new(5, MsgFunction::SetRegistry.into(), 9, 100);
+        let h = GspMsgElement::new(5, MsgFunction::SET_REGISTRY.into(), 9, 100);
         let rpc = h.rpc.as_bytes();
         assert_eq!(le32(rpc, 0x0), 0x0300_0000);
-        assert_eq!(le32(rpc, 0x4), RPC_SIGNATURE);
+        // "VRPC", little-endian.
+        assert_eq!(le32(rpc, 0x4), 0x4350_5256);
         assert_eq!(le32(rpc, 0x8), 32 + 100);
-        assert_eq!(le32(rpc, 0xc), u32::from(MsgFunction::SetRegistry));
-        assert_eq!(le32(rpc, 0x10), RPC_RESULT_PENDING);
-        assert_eq!(le32(rpc, 0x14), RPC_RESULT_PENDING);
+        assert_eq!(le32(rpc, 0xc), u32::from(MsgFunction::SET_REGISTRY));
+        // Pending: all ones.
+        assert_eq!(le32(rpc, 0x10), 0xffff_ffff);
+        assert_eq!(le32(rpc, 0x14), 0xffff_ffff);
         assert_eq!(le32(rpc, 0x18), 9);
         assert_eq!(le32(rpc, 0x1c), 0);
         let element = h.as_bytes();
@@ -180,13 +213,20 @@ pub mod tests {
     }
 
     #[test]
-    fn tx_header_fields_sit_at_r570_offsets() {
-        let tx = MsgqTxHeader::new();
-        let bytes = tx.as_bytes();
-        let words: [u32; 8] = core::array::from_fn(|i| le32(bytes, i * 4));
-        // version, size, msgSize, msgCount, writePtr, flags, rxHdrOff, entryOff.
-        assert_eq!(words, [0, 0x40000, 0x1000, 63, 0, 1, 0x20, 0x1000]);
-        assert_eq!(size_of::<MsgqRxHeader>(), 4);
+    fn tx_header_fields_sit_at_r570_offsets() -> Result {
+        let pair = Pair::new()?;
+        let view = pair.view();
+        for queue in [CPUQ_OFFSET, GSPQ_OFFSET] {
+            let mut words = [0u32; 8];
+            for (i, word) in words.iter_mut().enumerate() {
+                *word = view.read32(queue + i * 4)?;
+            }
+            // version, size, msgSize, msgCount, writePtr, flags, rxHdrOff, entryOff.
+            assert_eq!(words, [0, 0x40000, 0x1000, 63, 0, 1, 0x20, 0x1000]);
+            // The rx header: the read pointer alone, right after the tx header.
+            assert_eq!(view.read32(queue + MSGQ_READ_PTR_OFFSET)?, 0);
+        }
+        Ok(())
     }
 
     #[test]
@@ -215,7 +255,6 @@ pub mod tests {
         assert_eq!(le64(bytes, 0x10), PCI.bar3);
         assert_eq!(le64(bytes, 0x20), 0x4142);
         assert_eq!(le64(bytes, 0x48), (1 << 47) - 4096);
-        assert_eq!(MAX_USER_VA, (1 << 47) - 4096);
         assert_eq!(le32(bytes, 0x50), 0x8_8000);
         assert_eq!(le32(bytes, 0x54), 0x1000);
         assert_eq!(le32(bytes, 0x58), 0x2684_10de);
@@ -244,7 +283,7 @@ pub mod tests {
 
     #[test]
     fn static_info_command_is_a_zeroed_structure_of_its_size() {
-        let payload = crate::fixture::wire_payload(&GetGspStaticInfo::new()).unwrap();
+        let payload = crate::fixture::wire_payload(&GetGspStaticInfo).unwrap();
         assert_eq!(payload.len(), 0x678);
         assert!(payload.iter().all(|&b| b == 0));
     }
@@ -300,7 +339,7 @@ pub mod tests {
         let mut bytes = KVec::new();
         bytes.extend_from_slice(head.as_bytes(), GFP_KERNEL)?;
         bytes.resize(MAX_ELEMENT_PAYLOAD, 0x5a, GFP_KERNEL)?;
-        let function = u32::from(MsgFunction::GspRmControl);
+        let function = u32::from(MsgFunction::GSP_RM_CONTROL);
         assert_eq!(
             command_payload_len(function, &bytes),
             Ok(Some(0x18 + (200 << 10)))
@@ -316,22 +355,19 @@ pub mod tests {
     #[test]
     fn tx_headers_initialised_as_upstream() -> Result {
         let pair = Pair::new()?;
-        let mem = pair.cmdq.gsp_mem();
-        for tx in [
-            io_project!(mem, .cpuq.tx).copy_read(),
-            io_project!(mem, .gspq.tx).copy_read(),
-        ] {
-            assert_eq!(tx.version, 0);
-            assert_eq!(tx.size, 0x40000);
-            assert_eq!(tx.msg_size, 4096);
-            assert_eq!(tx.msg_count, 63);
-            assert_eq!(tx.write_ptr, 0);
-            assert_eq!(tx.flags, 1);
-            assert_eq!(tx.rx_hdr_off, 0x20);
-            assert_eq!(tx.entry_off, 0x1000);
+        let view = pair.view();
+        for queue in [CPUQ_OFFSET, GSPQ_OFFSET] {
+            let word = |off: usize| view.read32(queue + off);
+            assert_eq!(word(0x0)?, 0);
+            assert_eq!(word(0x4)?, 0x40000);
+            assert_eq!(word(0x8)?, 4096);
+            assert_eq!(word(0xc)?, 63);
+            assert_eq!(word(MSGQ_WRITE_PTR_OFFSET)?, 0);
+            assert_eq!(word(0x14)?, 1);
+            assert_eq!(word(0x18)?, 0x20);
+            assert_eq!(word(0x1c)?, 0x1000);
+            assert_eq!(word(MSGQ_READ_PTR_OFFSET)?, 0);
         }
-        assert_eq!(io_read!(mem, .cpuq.rx.read_ptr), 0);
-        assert_eq!(io_read!(mem, .gspq.rx.read_ptr), 0);
         Ok(())
     }
 
@@ -384,7 +420,7 @@ pub mod tests {
 
     #[test]
     fn ring_cursor_keeps_one_slot_empty() {
-        let mut ring = RingCursor::new();
+        let mut ring = WriteCursor::default();
         // The other agent's read pointer at our write pointer: all but one slot free.
         assert_eq!(ring.saw_read_ptr(0), MSGQ_NUM_PAGES - 1);
         ring.wrote(MSGQ_NUM_PAGES - 1);
@@ -395,7 +431,7 @@ pub mod tests {
 
     #[test]
     fn ring_cursor_wraps_its_pointers_past_the_ring_end() {
-        let mut ring = RingCursor::new();
+        let mut ring = WriteCursor::default();
         ring.saw_read_ptr(0);
         ring.wrote(60);
         assert_eq!(ring.next_write(5), 2);
@@ -409,7 +445,7 @@ pub mod tests {
 
     #[test]
     fn ring_cursor_counts_published_slots_across_the_ring_end() {
-        let mut ring = RingCursor::new();
+        let mut ring = ReadCursor::default();
         assert_eq!(ring.saw_write_ptr(61), Ok(61));
         ring.consumed(61);
         assert_eq!(ring.read_ptr(), 61);
@@ -419,7 +455,7 @@ pub mod tests {
 
     #[test]
     fn ring_cursor_refuses_a_write_pointer_moving_backwards() {
-        let mut ring = RingCursor::new();
+        let mut ring = ReadCursor::default();
         assert_eq!(ring.saw_write_ptr(5), Ok(5));
         assert_eq!(ring.saw_write_ptr(4), Err(Fault::WritePointerBackwards));
         // What was known stays known.
@@ -434,45 +470,73 @@ pub mod tests {
         assert_eq!(ring_ptr(MSGQ_NUM_PAGES), Err(Fault::PointerOutsideRing));
     }
 
-    #[test]
-    fn checksum_of_pieces_at_their_offsets_is_the_whole_sum() {
-        let bytes: [u8; 29] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5a);
-        let whole = checksum(&bytes);
-        for split in 0..=bytes.len() {
-            let mut sum = Checksum::default();
-            sum.update_at(0, &bytes[..split]);
-            sum.update_at(split, &bytes[split..]);
-            assert_eq!((split, sum.fold()), (split, whole));
+    /// A command whose first `N` payload bytes are its fixed part and the rest its variable
+    /// payload: the driver seals its element from the two pieces, the second starting
+    /// anywhere in a word.
+    struct Split<'a, const N: usize>(&'a [u8]);
+
+    impl<const N: usize> CommandToGsp for Split<'_, N> {
+        const FUNCTION: MsgFunction = MsgFunction::NOP;
+        type Command = [u8; N];
+        type Reply = NoReply;
+
+        fn init(&self) -> [u8; N] {
+            core::array::from_fn(|i| self.0[i])
+        }
+
+        fn variable_payload(&self) -> &[u8] {
+            &self.0[N..]
         }
     }
 
-    #[test]
-    fn sealing_in_pieces_seals_as_one_chunk() {
-        let payload = [0x3cu8; 45];
-        let mut one = GspMsgElement::new(1, MsgFunction::Nop.into(), 2, payload.len());
-        let mut pieces = one;
-        one.seal(&payload);
-        pieces.seal_pieces(&[(0, &payload[..13]), (13, &payload[13..])]);
-        assert_eq!(pieces.check_sum, one.check_sum);
+    /// Posts `bytes` as a [`Split`] at `N` and checks the element the driver wrote: it sums
+    /// to zero, its checksum that of the payload sealed as one chunk.
+    fn sealed_from_pieces<const N: usize>(bytes: &[u8]) -> Result {
+        let pair = Pair::new()?;
+        let sequence = pair.cmdq.post(pair.bar.bar(), &Split::<N>(bytes))?;
+        let mut element = KVec::new();
+        element.resize(ELEMENT_HEADER_SIZE + bytes.len(), 0u8, GFP_KERNEL)?;
+        pair.view()
+            .read_bytes(CPUQ_OFFSET + slot_offset(0), &mut element)?;
+        check!(checksum(&element) == 0)?;
+        let (written, _) = GspMsgElement::read_from_prefix(&element).map_err(|_| EIO)?;
+        let mut one = GspMsgElement::new(0, MsgFunction::NOP.into(), sequence, bytes.len());
+        one.seal(bytes);
+        check!(written.check_sum == one.check_sum)
+    }
+
+    /// Checks [`sealed_from_pieces`] at each split given.
+    macro_rules! splits {
+        ($bytes:expr, $($n:literal)*) => {
+            $(sealed_from_pieces::<$n>($bytes)?;)*
+        };
     }
 
     #[test]
-    fn element_with_its_checksum_sums_to_zero() {
+    fn sealing_in_pieces_at_any_offset_seals_as_one_chunk() -> Result {
+        // CAST: keeps the low byte on purpose.
+        let bytes: [u8; 29] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5a);
+        splits!(&bytes, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29);
+        Ok(())
+    }
+
+    #[test]
+    fn element_with_its_checksum_sums_to_zero() -> Result {
         let payload = [0xa5u8; 100];
-        let mut header = GspMsgElement::new(7, MsgFunction::Nop.into(), 3, payload.len());
-        let mut sum = Checksum::default();
-        sum.update(header.as_bytes());
-        sum.update(&payload);
-        header.check_sum = sum.fold();
-        let mut all = Checksum::default();
-        all.update(header.as_bytes());
-        all.update(&payload);
-        assert_eq!(all.fold(), 0);
+        let mut header = GspMsgElement::new(7, MsgFunction::NOP.into(), 3, payload.len());
+        header.seal(&payload);
+        let whole = |h: &GspMsgElement| -> Result<u32> {
+            let mut all = KVec::new();
+            all.extend_from_slice(h.as_bytes(), GFP_KERNEL)?;
+            all.extend_from_slice(&payload, GFP_KERNEL)?;
+            Ok(checksum(&all))
+        };
+        assert_eq!(whole(&header)?, 0);
+        assert_eq!(verify_checksum(&header, &payload), Ok(()));
         header.rpc.function ^= 1;
-        let mut bad = Checksum::default();
-        bad.update(header.as_bytes());
-        bad.update(&payload);
-        assert!(bad.fold() != 0);
+        assert!(whole(&header)? != 0);
+        assert_eq!(verify_checksum(&header, &payload), Err(Fault::BadChecksum));
+        Ok(())
     }
 
     #[test]
@@ -488,7 +552,7 @@ pub mod tests {
 
     #[test]
     fn new_header_carries_rpc_fields() {
-        let h = GspMsgElement::new(5, MsgFunction::SetRegistry.into(), 9, 100);
+        let h = GspMsgElement::new(5, MsgFunction::SET_REGISTRY.into(), 9, 100);
         assert_eq!(h.seq_num, 5);
         assert_eq!(h.elem_count, 1);
         // The element's own chunk, a split RPC's head included.

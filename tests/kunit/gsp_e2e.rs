@@ -5,6 +5,7 @@
 
 use kernel::prelude::*;
 use nova_core::gsp::fw;
+use nova_testbench::rpc::element_count_for_rpc;
 
 /// Every how many echoes of [`mixed_sizes`] one is of [`SPLIT_LEN`] bytes.
 pub const SPLIT_EVERY: u32 = 97;
@@ -46,7 +47,7 @@ impl WireCost {
     pub fn of(lens: impl IntoIterator<Item = usize>) -> Self {
         let mut cost = Self::default();
         for len in lens {
-            let elements = fw::element_count_for_rpc(len);
+            let elements = element_count_for_rpc(len);
             let last = len - (elements - 1) * fw::MAX_ELEMENT_PAYLOAD;
             // CAST: at most `MAX_RPC_PAYLOAD / MAX_ELEMENT_PAYLOAD` elements, a few dozen.
             let (elements, full) = (elements as u64, (elements - 1) as u32);
@@ -54,7 +55,8 @@ impl WireCost {
             cost.elements += elements;
             cost.continuations += elements - 1;
             cost.slots += u64::from(
-                full * fw::elem_count_for(fw::MAX_ELEMENT_PAYLOAD) + fw::elem_count_for(last),
+                full * fw::element::elem_count_for(fw::MAX_ELEMENT_PAYLOAD)
+                    + fw::element::elem_count_for(last),
             );
         }
         cost
@@ -79,9 +81,14 @@ pub mod tests {
         },
     };
     use nova_core::num::FromSafeCast;
-    use nova_testbench::rpc::{
-        Echo,
-        EchoHeader, //
+    use nova_testbench::{
+        rpc::{
+            element_count_for_rpc,
+            Echo,
+            EchoHeader,
+            VGSP_ECHO, //
+        },
+        ReceiveAny,
     };
 
     use super::{
@@ -93,7 +100,8 @@ pub mod tests {
     use crate::{
         fixture::{
             Pair,
-            LONG, //
+            LONG,
+            REPLY, //
         },
         gsp_thread::with_gsp_thread,
     };
@@ -129,16 +137,16 @@ pub mod tests {
         payload: &[u8],
         found: &mut Findings,
     ) -> Result {
-        let seq = gsp.cmdq.post(bar, &Echo(payload))?;
+        let seq = gsp.cmdq().post(bar, &Echo(payload))?;
         let reply: GspMessage = loop {
-            let msg = gsp.cmdq.receive_any(LONG)?;
-            if msg.function() != Ok(MsgFunction::UcodeLibosPrint) {
+            let msg = gsp.cmdq().receive_any(LONG)?;
+            if msg.function() != MsgFunction::UCODE_LIBOS_PRINT {
                 break msg;
             }
         };
         found.slots += u64::from(reply.elem_count);
         found.split += u64::from(reply.elem_count > fw::MAX_ELEMENT_PAGES);
-        if reply.function() != Ok(MsgFunction::VgspEcho)
+        if reply.function() != VGSP_ECHO
             || reply.sequence != seq
             || reply.rpc_result != 0
             || reply.payload[..] != *payload
@@ -198,7 +206,7 @@ pub mod tests {
         assert_eq!(want.split, u64::from(ECHOES.div_ceil(SPLIT_EVERY)));
         assert_eq!(
             want.continuations,
-            want.split * (fw::element_count_for_rpc(SPLIT_LEN) as u64 - 1)
+            want.split * (element_count_for_rpc(SPLIT_LEN) as u64 - 1)
         );
         assert_eq!(stats.elements_in, BRING_UP_COMMANDS + sent.elements);
         assert_eq!(stats.continuations_in, sent.continuations);
@@ -224,10 +232,14 @@ pub mod tests {
         let payload = Pair::pattern(3 * fw::MAX_ELEMENT_PAYLOAD, 5)?;
         let ((echoed, unloaded), stats) = with_gsp_thread(0, |gsp, bar, _| {
             let echoed = gsp
-                .cmdq
-                .send_command(bar, Echo(&payload))
+                .cmdq()
+                .submit(bar, &Echo(&payload))
+                .and_then(|p| p.wait(REPLY))
                 .map(|reply| reply.0[..] == payload[..]);
-            let unloaded = gsp.cmdq.send_command(bar, UnloadingGuestDriver::default());
+            let unloaded = gsp
+                .cmdq()
+                .submit(bar, &UnloadingGuestDriver::default())
+                .and_then(|p| p.wait(REPLY));
             (echoed, unloaded)
         })?;
         assert_eq!(echoed, Ok(true));
@@ -248,13 +260,14 @@ pub mod tests {
                 cmd: vgsp::VGSP_CTRL_CMD_ECHO,
                 params: &params,
             };
-            gsp.cmdq
-                .send_command(bar, control)
+            gsp.cmdq()
+                .submit(bar, &control)
+                .and_then(|p| p.wait(REPLY))
                 .map(|reply| (reply.status, reply.params[..] == params[..]))
         })?;
         assert_eq!(echoed, Ok((fw::NV_OK, true)));
         let stats = stats?;
-        let continuations = u64::from_safe_cast(fw::element_count_for_rpc(wire)) - 1;
+        let continuations = u64::from_safe_cast(element_count_for_rpc(wire)) - 1;
         assert_eq!(continuations, 3);
         assert_eq!(stats.commands, 1);
         assert_eq!(stats.replies, 1);
@@ -270,8 +283,9 @@ pub mod tests {
         let (echoed, stats) = with_gsp_thread(1, |gsp, bar, _| {
             (0..ROUNDS)
                 .filter(|_| {
-                    gsp.cmdq
-                        .send_command(bar, Echo(b"ping"))
+                    gsp.cmdq()
+                        .submit(bar, &Echo(b"ping"))
+                        .and_then(|p| p.wait(REPLY))
                         .is_ok_and(|reply| reply.0[..] == b"ping"[..])
                 })
                 .count()
@@ -285,7 +299,12 @@ pub mod tests {
     fn gsp_send_command_logs_the_events_before_its_reply() -> Result {
         let ((echoed, log_lines), stats) = with_gsp_thread(1, |gsp, bar, _| {
             let echoed = (0..ROUNDS)
-                .filter(|_| gsp.send_command(bar, Echo(b"ping")).is_ok())
+                .filter(|_| {
+                    gsp.cmdq()
+                        .submit(bar, &Echo(b"ping"))
+                        .and_then(|p| p.wait(REPLY))
+                        .is_ok()
+                })
                 .count();
             (echoed, gsp.log_lines())
         })?;

@@ -11,9 +11,9 @@ use core::sync::atomic::{
 };
 
 use kernel::prelude::*;
-use nova_core::gsp::{
-    cmdq::GspMessage,
-    events::EventHandler, //
+use nova_core::gsp::cmdq::{
+    EventHandler,
+    GspMessage, //
 };
 
 /// How many events a [`Recorder`] keeps.
@@ -83,7 +83,10 @@ impl EventHandler for Recorder {
 #[kunit_tests(nova_core_gsp_events)]
 pub mod tests {
     use kernel::prelude::*;
-    use nova_core::gsp::fw::MsgFunction;
+    use nova_core::gsp::{
+        cmdq::BenchSeam,
+        fw::MsgFunction, //
+    };
     use nova_testbench::rpc::CopyEvent;
     use zerocopy::IntoBytes;
 
@@ -108,15 +111,15 @@ pub mod tests {
     fn a_function_that_is_not_an_event_cannot_have_a_handler() -> Result {
         static HANDLER: Recorder = Recorder::new();
         let pair = Pair::new()?;
-        check!(pair.cmdq.on_event(MsgFunction::GspRmControl, &HANDLER) == Err(EINVAL))
+        check!(pair.cmdq.on_event(MsgFunction::GSP_RM_CONTROL, &HANDLER) == Err(EINVAL))
     }
 
     #[test]
     fn a_second_handler_for_one_function_is_refused() -> Result {
         static HANDLER: Recorder = Recorder::new();
         let pair = Pair::new()?;
-        pair.cmdq.on_event(MsgFunction::RcTriggered, &HANDLER)?;
-        check!(pair.cmdq.on_event(MsgFunction::RcTriggered, &HANDLER) == Err(EBUSY))
+        pair.cmdq.on_event(MsgFunction::RC_TRIGGERED, &HANDLER)?;
+        check!(pair.cmdq.on_event(MsgFunction::RC_TRIGGERED, &HANDLER) == Err(EBUSY))
     }
 
     #[test]
@@ -125,20 +128,20 @@ pub mod tests {
         let (booted, stats) = with_gsp_thread_and(
             0,
             |fw| {
-                fw.post_event(MsgFunction::RcTriggered, about(1).as_bytes())?;
-                fw.post_event(MsgFunction::MmuFaultQueued, about(2).as_bytes())?;
-                fw.post_event(MsgFunction::PostEvent, about(3).as_bytes())
+                fw.post_event(MsgFunction::RC_TRIGGERED, about(1).as_bytes())?;
+                fw.post_event(MsgFunction::MMU_FAULT_QUEUED, about(2).as_bytes())?;
+                fw.post_event(MsgFunction::POST_EVENT, about(3).as_bytes())
             },
             |gsp, bar, _| {
                 for function in [
-                    MsgFunction::PostEvent,
-                    MsgFunction::RcTriggered,
-                    MsgFunction::MmuFaultQueued,
+                    MsgFunction::POST_EVENT,
+                    MsgFunction::RC_TRIGGERED,
+                    MsgFunction::MMU_FAULT_QUEUED,
                 ] {
-                    gsp.cmdq.on_event(function, &HANDLER)?;
+                    gsp.cmdq().on_event(function, &HANDLER)?;
                 }
                 gsp.boot(bar, &vgsp::PCI_FUNCTION)?;
-                let events = gsp.cmdq.events();
+                let events = gsp.cmdq().events();
                 // The GSP's log lines went to the log's own handler.
                 Ok::<_, Error>((events.dispatched - gsp.log_lines(), events.unhandled))
             },
@@ -146,19 +149,19 @@ pub mod tests {
         stats?;
         check!(booted == Ok((3, 0)))?;
         check!(HANDLER.seen() == 3)?;
-        check!(HANDLER.event(0) == (u32::from(MsgFunction::RcTriggered), 1))?;
-        check!(HANDLER.event(1) == (u32::from(MsgFunction::MmuFaultQueued), 2))?;
-        check!(HANDLER.event(2) == (u32::from(MsgFunction::PostEvent), 3))
+        check!(HANDLER.event(0) == (u32::from(MsgFunction::RC_TRIGGERED), 1))?;
+        check!(HANDLER.event(1) == (u32::from(MsgFunction::MMU_FAULT_QUEUED), 2))?;
+        check!(HANDLER.event(2) == (u32::from(MsgFunction::POST_EVENT), 3))
     }
 
     #[test]
     fn an_event_without_a_handler_is_counted_and_passed_over() -> Result {
         let (booted, stats) = with_gsp_thread_and(
             0,
-            |fw| fw.post_event(MsgFunction::RcTriggered, about(1).as_bytes()),
+            |fw| fw.post_event(MsgFunction::RC_TRIGGERED, about(1).as_bytes()),
             |gsp, bar, _| {
                 gsp.boot(bar, &vgsp::PCI_FUNCTION)?;
-                Ok::<_, Error>(gsp.cmdq.events().unhandled)
+                Ok::<_, Error>(gsp.cmdq().events().unhandled)
             },
         )?;
         stats?;
@@ -168,6 +171,6 @@ pub mod tests {
     #[test]
     fn the_gsp_refuses_to_post_a_function_that_is_not_an_event() -> Result {
         let mut pair = Pair::new()?;
-        check!(pair.gsp.post_event(MsgFunction::GspRmControl, &[]) == Err(EINVAL))
+        check!(pair.gsp.post_event(MsgFunction::GSP_RM_CONTROL, &[]) == Err(EINVAL))
     }
 }

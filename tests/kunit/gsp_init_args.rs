@@ -12,6 +12,7 @@ use kernel::{
     prelude::*,
 };
 use nova_core::gsp::{
+    cmdq::BenchSeam,
     fw::GspArgumentsCached,
     Gsp, //
 };
@@ -36,12 +37,12 @@ pub fn locate_with(
     change: impl FnOnce(&mut GspArgumentsCached),
 ) -> Result<core::result::Result<(), StartRefused>> {
     let mut args = CoherentBox::<GspArgumentsCached>::zeroed(vdev::device()?, GFP_KERNEL)?;
-    *args = GspArgumentsCached::new(gsp.cmdq.gsp_mem().dma_address());
+    *args = GspArgumentsCached::new(gsp.cmdq().gsp_mem().dma_address());
     change(&mut args);
     let args: Coherent<GspArgumentsCached> = args.into();
     // SAFETY: The views do not outlive this function, and `gsp` and `args` outlive it.
-    let (window, args_view) = unsafe { (gsp_view(&gsp.cmdq), device_view(&args)) };
-    let bus = gsp.cmdq.gsp_mem().dma_address();
+    let (window, args_view) = unsafe { (gsp_view(gsp.cmdq()), device_view(&args)) };
+    let bus = gsp.cmdq().gsp_mem().dma_address();
     Ok(Vgsp::locate(window, bus, args_view).map(|_| ()))
 }
 
@@ -50,6 +51,7 @@ pub fn locate_with(
 pub mod tests {
     use kernel::prelude::*;
     use nova_core::gsp::{
+        cmdq::BenchSeam,
         fw::{
             GspArgumentsCached,
             GSP_MEM_PAGES,
@@ -95,10 +97,10 @@ pub mod tests {
         check!(locate_with(&gsp, |_| {})? == Ok(()))?;
         // The same arguments as those the driver left in its own memory for the GSP.
         // SAFETY: The view does not outlive `gsp`.
-        let view = unsafe { device_view(&gsp.args) };
+        let view = unsafe { device_view(gsp.args()) };
         let mut left = [0u8; core::mem::size_of::<GspArgumentsCached>()];
         view.read_bytes(0, &mut left)?;
-        let want = GspArgumentsCached::new(gsp.cmdq.gsp_mem().dma_address());
+        let want = GspArgumentsCached::new(gsp.cmdq().gsp_mem().dma_address());
         check!(left[..] == *want.as_bytes())
     }
 
@@ -176,9 +178,9 @@ pub mod tests {
     fn ptes_that_are_not_contiguous_are_refused() -> Result {
         let gsp = gsp()?;
         // SAFETY: The view does not outlive `gsp`.
-        let view = unsafe { gsp_view(&gsp.cmdq) };
+        let view = unsafe { gsp_view(gsp.cmdq()) };
         // Entry 5 names page 6.
-        let wrong = gsp.cmdq.gsp_mem().dma_address() + page_offset(6);
+        let wrong = gsp.cmdq().gsp_mem().dma_address() + page_offset(6);
         view.write_bytes(PTES_OFFSET + 8 * 5, &wrong.to_le_bytes())?;
         let got = locate_with(&gsp, |_| {})?;
         check!(

@@ -15,19 +15,26 @@ use core::sync::atomic::{
 use kernel::prelude::*;
 use nova_core::gsp::{
     cmdq::{
+        BenchSeam,
         Cmdq,
+        EventHandler,
         GspMessage, //
     },
-    events::EventHandler,
     fw::{
         self,
         MsgFunction, //
     },
 };
-use nova_testbench::rpc::Echo;
+use nova_testbench::{
+    rpc::Echo,
+    ReceiveAny, //
+};
 
 use crate::{
-    fixture::SimBar0,
+    fixture::{
+        SimBar0,
+        REPLY, //
+    },
     gsp_thread::{
         run_callers,
         with_queue_thread, //
@@ -187,7 +194,7 @@ fn call(cmdq: &Cmdq, bar: &SimBar0<'_>, shared: &Shared, caller: usize, rpcs: us
         let payload = &mut buf[..rpc_len(caller, k)];
         fill(payload, caller, k);
         // ORDERING: Relaxed counters, read after every caller returned.
-        match cmdq.send_command(bar, Echo(payload)) {
+        match cmdq.submit(bar, &Echo(payload)).and_then(|p| p.wait(REPLY)) {
             Ok(reply) if reply.0[..] == payload[..] => {}
             Ok(_) => {
                 shared.misdelivered.fetch_add(1, Ordering::Relaxed);
@@ -234,7 +241,7 @@ pub fn stress(
             Ok(())
         },
         |cmdq, bar| -> Result<(u64, u64)> {
-            cmdq.on_event(MsgFunction::UcodeLibosPrint, tally)?;
+            cmdq.on_event(MsgFunction::UCODE_LIBOS_PRINT, tally)?;
             run_callers(threads, &|caller| call(cmdq, bar, &shared, caller, rpcs))?;
             // The last line may trail the last reply: a receive hands it over.
             for _ in 0..100 {
@@ -311,14 +318,18 @@ pub mod tests {
     };
     use nova_core::gsp::{
         cmdq::{
+            BenchSeam,
             PendingReply,
             ReplyMatch, //
         },
         fw, //
     };
-    use nova_testbench::rpc::{
-        Echo,
-        EchoReply, //
+    use nova_testbench::{
+        rpc::{
+            Echo,
+            EchoReply, //
+        },
+        ReceiveAny,
     };
 
     use super::{
@@ -331,6 +342,7 @@ pub mod tests {
             check,
             Pair,
             LONG,
+            REPLY,
             SHORT, //
         },
         gsp_thread::{
@@ -382,7 +394,8 @@ pub mod tests {
                         // CAST: small numbers, a distinct payload per command.
                         let payload = [caller as u8, k as u8, 0x5a];
                         let ok = cmdq
-                            .send_command(bar, Echo(&payload))
+                            .submit(bar, &Echo(&payload))
+                            .and_then(|p| p.wait(REPLY))
                             .is_ok_and(|reply| reply.0[..] == payload[..]);
                         // ORDERING: Relaxed counter, read after every caller returned.
                         bad.fetch_add(u64::from(!ok), Ordering::Relaxed);
@@ -429,7 +442,8 @@ pub mod tests {
                             // CAST: a distinct payload per command.
                             let payload = [k as u8; 16];
                             if cmdq
-                                .send_command(bar, Echo(&payload))
+                                .submit(bar, &Echo(&payload))
+                                .and_then(|p| p.wait(REPLY))
                                 .is_ok_and(|r| r.0[..] == payload[..])
                             {
                                 // ORDERING: Relaxed, read after both callers returned.
@@ -494,7 +508,7 @@ pub mod tests {
             |cmdq, bar| -> Result<bool> {
                 let posted = cmdq.post(bar, &Echo(b"posted"))?;
                 // Its reply comes first, to a wait for another: kept, not dropped.
-                let awaited = cmdq.send_command(bar, Echo(b"awaited"))?;
+                let awaited = cmdq.submit(bar, &Echo(b"awaited"))?.wait(REPLY)?;
                 let later = cmdq.receive_any(LONG)?;
                 Ok(awaited.0[..] == b"awaited"[..]
                     && later.sequence == posted

@@ -17,7 +17,10 @@ use kernel::{
     },
 };
 use nova_core::gsp::{
-    cmdq::Cmdq,
+    cmdq::{
+        BenchSeam,
+        Cmdq, //
+    },
     regs::{
         BAR0_SIZE,
         NV_PGSP_QUEUE_HEAD, //
@@ -122,8 +125,8 @@ pub fn with_firmware<R, S: Send>(
     let gsp = KBox::pin_init(Gsp::new(vdev::device()?), GFP_KERNEL)?;
     // SAFETY: The views are used only by the GSP thread, which `run_beside` joins before
     // `gsp` (which owns the memory) is dropped.
-    let (view, args) = unsafe { (gsp_view(&gsp.cmdq), device_view(&gsp.args)) };
-    let bus = gsp.cmdq.gsp_mem().dma_address();
+    let (view, args) = unsafe { (gsp_view(gsp.cmdq()), device_view(gsp.args())) };
+    let bus = gsp.cmdq().gsp_mem().dma_address();
     let stop = AtomicBool::new(false);
     let mut out = None;
     let (ran, r) = run_beside(

@@ -31,22 +31,23 @@ pub mod tests {
     };
     use nova_core::gsp::{
         cmdq::{
+            BenchSeam,
             GspMessage,
             MsgqSignal, //
         },
         fault::Fault,
-        fw::{
-            self,
-            MsgFunction, //
-        },
-        Gsp,
+        fw, Gsp,
     };
     use nova_testbench::{
         ivshmem::{
             IvshmemGsp,
             PeerDoorbell, //
         },
-        rpc::Echo,
+        rpc::{
+            Echo,
+            VGSP_ECHO, //
+        },
+        ReceiveAny,
     };
 
     use vdev::ivshmem;
@@ -124,9 +125,9 @@ pub mod tests {
     /// Sends an echo of `payload` and checks the reply (the GSP's log lines go to its
     /// log's handler on the way).
     fn echo(gsp: &Gsp, bell: &PeerDoorbell<'_>, payload: &[u8], found: &mut Echoes) -> Result {
-        let seq = gsp.cmdq.post(bell, &Echo(payload))?;
-        let reply: GspMessage = gsp.cmdq.receive_any(REPLY_TIMEOUT)?;
-        if reply.function() != Ok(MsgFunction::VgspEcho)
+        let seq = gsp.cmdq().post(bell, &Echo(payload))?;
+        let reply: GspMessage = gsp.cmdq().receive_any(REPLY_TIMEOUT)?;
+        if reply.function() != VGSP_ECHO
             || reply.sequence != seq
             || reply.rpc_result != 0
             || reply.payload[..] != *payload
@@ -196,7 +197,7 @@ pub mod tests {
             attach_and_boot(iv, None)?;
             let (gsp, bell) = iv.gsp()?;
             // Nothing is pending after bring-up.
-            let idle = gsp.cmdq.receive_any(Delta::from_millis(100)).err();
+            let idle = gsp.cmdq().receive_any(Delta::from_millis(100)).err();
             let booted = gsp.log_lines();
             // The GSP logs after every `LOG_EVERY`th command; bring-up sent three.
             let mut found = Echoes::default();
@@ -206,7 +207,7 @@ pub mod tests {
             let before = gsp.log_lines() - booted;
             // The line follows the reply to the command that made it, unasked: the next
             // receive hands it to the log's handler, and finds nothing else.
-            let after = gsp.cmdq.receive_any(Delta::from_millis(100)).err();
+            let after = gsp.cmdq().receive_any(Delta::from_millis(100)).err();
             Ok((idle, before, after, gsp.log_lines() - booted))
         })?;
         assert_eq!(idle, Some(ETIMEDOUT));
@@ -223,9 +224,9 @@ pub mod tests {
             let (gsp, bell) = iv.gsp()?;
             // One byte more than an element holds: a head and one continuation record.
             let payload = Pair::pattern(fw::MAX_ELEMENT_PAYLOAD + 1, 3)?;
-            let seq = gsp.cmdq.post(&bell, &Echo(&payload))?;
-            let reply = gsp.cmdq.receive_any(REPLY_TIMEOUT)?;
-            let equal = reply.function() == Ok(MsgFunction::VgspEcho)
+            let seq = gsp.cmdq().post(&bell, &Echo(&payload))?;
+            let reply = gsp.cmdq().receive_any(REPLY_TIMEOUT)?;
+            let equal = reply.function() == VGSP_ECHO
                 && reply.sequence == seq
                 && reply.payload[..] == payload[..];
             Ok((reply.elem_count, equal))
@@ -261,7 +262,7 @@ pub mod tests {
         };
         Ok(Killed {
             err,
-            fault: gsp.cmdq.last_fault(),
+            fault: gsp.cmdq().last_fault(),
             waited: start.elapsed().as_millis(),
         })
     }

@@ -10,13 +10,12 @@ use kernel::prelude::*;
 pub mod tests {
     use kernel::prelude::*;
     use nova_core::gsp::{
-        cmdq::read_payload,
+        cmdq::MessageFromGsp,
         commands::{
             GetGspStaticInfo,
             GspInitDone,
             GspSetSystemInfo,
             GspStaticConfigInfo,
-            LibosPrint,
             RegistryEntryType,
             RmControl,
             RmControlHeader,
@@ -27,19 +26,28 @@ pub mod tests {
         fault::Fault,
         fw::{
             self,
-            Checksum,
+            element::{
+                elem_count_for,
+                validate_header,
+                verify_checksum, //
+            },
             GspMsgElement,
             MsgFunction,
             CPUQ_OFFSET,
+            ELEMENT_HEADER_SIZE,
             GSP_PAGE_SIZE,
             MSGQ_WRITE_PTR_OFFSET, //
         },
-        BOOT_REGISTRY,
     };
-    use nova_testbench::rpc::{
-        params_digest,
-        EchoHeader,
-        ParamsDigest, //
+    use nova_testbench::{
+        rpc::{
+            params_digest,
+            EchoHeader,
+            ParamsDigest,
+            Raw,
+            VGSP_ECHO, //
+        },
+        ReceiveAny,
     };
     use zerocopy::IntoBytes;
 
@@ -63,6 +71,23 @@ pub mod tests {
         Ok(v)
     }
 
+    /// Receives `payload` as a message of `function` from the GSP, as the driver receives
+    /// one, and reads it as an `M`.
+    fn receive_as<M: MessageFromGsp>(function: MsgFunction, payload: &[u8]) -> Result<M> {
+        let mut pair = Pair::new()?;
+        let el = pair.gsp.encode_element(function.into(), 0, payload)?;
+        pair.gsp.post_raw(&el, elem_count_for(payload.len()))?;
+        let msg = pair.cmdq.receive_any(LONG)?;
+        pair.cmdq.read_msg(&msg)
+    }
+
+    /// The registry keys of the driver's bring-up (upstream's).
+    const BOOT_REGISTRY: &[(&str, u32)] = &[
+        ("RMSecBusResetEnable", 1),
+        ("RMForcePcieConfigSave", 1),
+        ("RMDevidCheckIgnore", 1),
+    ];
+
     /// Stores `value` little-endian at `offset` of `bytes`.
     fn put(bytes: &mut [u8], offset: usize, value: &[u8]) {
         bytes[offset..offset + value.len()].copy_from_slice(value);
@@ -72,14 +97,16 @@ pub mod tests {
     /// `rpc_result` of an error reply, `NV_OK` if `GSP_INIT_DONE` came instead.
     fn registry_result(table: &[u8]) -> Result<u32> {
         let mut pair = Pair::new()?;
-        pair.cmdq
-            .send_rpc(pair.bar.bar(), MsgFunction::SetRegistry, table, LONG)?;
+        pair.cmdq.post(
+            pair.bar.bar(),
+            &Raw::<{ MsgFunction::SET_REGISTRY.0 }>(table),
+        )?;
         pair.gsp_run()?;
         loop {
             let msg = pair.cmdq.receive_any(LONG)?;
             match msg.function() {
-                Ok(MsgFunction::UcodeLibosPrint) => continue,
-                Ok(MsgFunction::GspInitDone) => return Ok(fw::NV_OK),
+                MsgFunction::UCODE_LIBOS_PRINT => continue,
+                MsgFunction::GSP_INIT_DONE => return Ok(fw::NV_OK),
                 _ => return Ok(msg.rpc_result),
             }
         }
@@ -112,17 +139,18 @@ pub mod tests {
         let mut lines = 0;
         loop {
             let msg = pair.cmdq.receive_any(LONG)?;
-            if msg.function() == Ok(MsgFunction::UcodeLibosPrint) {
+            if msg.function() == MsgFunction::UCODE_LIBOS_PRINT {
                 lines += 1;
                 continue;
             }
-            assert_eq!(msg.function(), Ok(MsgFunction::GspInitDone));
+            assert_eq!(msg.function(), MsgFunction::GSP_INIT_DONE);
             break;
         }
         assert_eq!(lines, 3);
-        pair.cmdq.post(pair.bar.bar(), &GetGspStaticInfo::new())?;
+        pair.cmdq.post(pair.bar.bar(), &GetGspStaticInfo)?;
         pair.gsp_run()?;
-        let static_info: GspStaticConfigInfo = pair.cmdq.receive_msg(LONG)?;
+        let msg = pair.cmdq.receive_any(LONG)?;
+        let static_info: GspStaticConfigInfo = pair.cmdq.read_msg(&msg)?;
         assert_eq!(static_info.gpu_name(), vgsp::GPU_NAME);
         assert_eq!(static_info.fb_length, vgsp::FB_LENGTH);
         let mut usable = static_info.usable_fb_regions();
@@ -143,20 +171,25 @@ pub mod tests {
     fn the_gsp_journal_names_each_command_s_outcome() -> Result {
         let mut pair = Pair::new()?;
         pair.gsp.set_journal(true);
-        pair.cmdq.post(pair.bar.bar(), &GetGspStaticInfo::new())?;
-        pair.cmdq
-            .send_rpc(pair.bar.bar(), MsgFunction::SetRegistry, &[0u8; 4], LONG)?;
+        pair.cmdq.post(pair.bar.bar(), &GetGspStaticInfo)?;
+        pair.cmdq.post(
+            pair.bar.bar(),
+            &Raw::<{ MsgFunction::SET_REGISTRY.0 }>(&[0u8; 4]),
+        )?;
         pair.gsp_run()?;
         let journal = pair.gsp.take_journal();
         assert_eq!(journal.len(), 2);
         assert_eq!(
             (journal[0].function, journal[0].outcome),
-            (MsgFunction::GetGspStaticInfo.into(), vgsp::Outcome::Served)
+            (
+                MsgFunction::GET_GSP_STATIC_INFO.into(),
+                vgsp::Outcome::Served
+            )
         );
         assert_eq!(
             (journal[1].function, journal[1].outcome),
             (
-                MsgFunction::SetRegistry.into(),
+                MsgFunction::SET_REGISTRY.into(),
                 vgsp::Outcome::Refused("command length refused")
             )
         );
@@ -167,11 +200,14 @@ pub mod tests {
     #[test]
     fn a_withheld_reply_is_handed_over_not_sent() -> Result {
         let mut pair = Pair::new()?;
-        pair.gsp.withhold(MsgFunction::GetGspStaticInfo.into());
-        pair.cmdq.post(pair.bar.bar(), &GetGspStaticInfo::new())?;
+        pair.gsp.withhold(MsgFunction::GET_GSP_STATIC_INFO.into());
+        pair.cmdq.post(pair.bar.bar(), &GetGspStaticInfo)?;
         pair.gsp_run()?;
         let withheld = pair.gsp.take_withheld().ok_or(EINVAL)?;
-        assert_eq!(withheld.function, u32::from(MsgFunction::GetGspStaticInfo));
+        assert_eq!(
+            withheld.function,
+            u32::from(MsgFunction::GET_GSP_STATIC_INFO)
+        );
         assert_eq!(
             withheld.payload.len(),
             core::mem::size_of::<GspStaticConfigInfo>()
@@ -193,8 +229,10 @@ pub mod tests {
         put(&mut raw, 0x58, &0x2b85_10deu32.to_le_bytes());
         put(&mut raw, 0x60, &0xa1u32.to_le_bytes());
         raw[0x380] = 1;
-        pair.cmdq
-            .send_rpc(pair.bar.bar(), MsgFunction::GspSetSystemInfo, &raw, LONG)?;
+        pair.cmdq.post(
+            pair.bar.bar(),
+            &Raw::<{ MsgFunction::GSP_SET_SYSTEM_INFO.0 }>(&raw),
+        )?;
         pair.gsp_run()?;
         let info = pair.gsp.system_info().ok_or(EIO)?;
         assert_eq!(info.gpu_phys_addr, 0xfd00_0000);
@@ -214,14 +252,15 @@ pub mod tests {
         let mut pair = Pair::new()?;
         // The size of the eight-word structure this driver used to send.
         let raw = zeroes(64)?;
-        let seq = pair
-            .cmdq
-            .send_rpc(pair.bar.bar(), MsgFunction::GspSetSystemInfo, &raw, LONG)?;
+        let seq = pair.cmdq.post(
+            pair.bar.bar(),
+            &Raw::<{ MsgFunction::GSP_SET_SYSTEM_INFO.0 }>(&raw),
+        )?;
         pair.gsp_run()?;
         let reply = pair.cmdq.receive_any(LONG)?;
         assert_eq!(
             (reply.function(), reply.sequence),
-            (Ok(MsgFunction::GspSetSystemInfo), seq)
+            (MsgFunction::GSP_SET_SYSTEM_INFO, seq)
         );
         assert_eq!(reply.rpc_result, fw::NV_ERR_INVALID_ARGUMENT);
         assert_eq!(pair.gsp.system_info(), None);
@@ -240,7 +279,7 @@ pub mod tests {
         put(&mut raw, 0x4c8, &(3u64 << 30).to_le_bytes());
         put(&mut raw, 0x4ec, b"NVIDIA Test GPU\0");
         put(&mut raw, 0x618, &0x1234u32.to_le_bytes());
-        let info = read_payload::<GspStaticConfigInfo>(&raw)?;
+        let info: GspStaticConfigInfo = receive_as(MsgFunction::GET_GSP_STATIC_INFO, &raw)?;
         assert_eq!(info.gpu_name(), "NVIDIA Test GPU");
         assert_eq!(info.fb_length, 3 << 30);
         assert_eq!(info.vbios_sub_device, 0x1234);
@@ -254,19 +293,22 @@ pub mod tests {
     fn driver_refuses_static_info_of_the_wrong_size() -> Result {
         // The size of the made-up structure this driver used to expect.
         let raw = zeroes(88)?;
-        assert_eq!(read_payload::<GspStaticConfigInfo>(&raw).err(), Some(EIO));
+        assert_eq!(
+            receive_as::<GspStaticConfigInfo>(MsgFunction::GET_GSP_STATIC_INFO, &raw).err(),
+            Some(EIO)
+        );
         Ok(())
     }
 
     #[test]
     fn gsp_answers_static_info_in_the_size_of_the_request() -> Result {
         let mut pair = Pair::new()?;
-        let seq = pair.cmdq.post(pair.bar.bar(), &GetGspStaticInfo::new())?;
+        let seq = pair.cmdq.post(pair.bar.bar(), &GetGspStaticInfo)?;
         pair.gsp_run()?;
         let reply = pair.cmdq.receive_any(LONG)?;
         assert_eq!(
             (reply.function(), reply.sequence),
-            (Ok(MsgFunction::GetGspStaticInfo), seq)
+            (MsgFunction::GET_GSP_STATIC_INFO, seq)
         );
         assert_eq!(reply.payload.len(), 0x678);
         let name = &reply.payload[0x4ec..0x4ec + vgsp::GPU_NAME.len() + 1];
@@ -346,7 +388,7 @@ pub mod tests {
 
     /// Writes a one-slot command of `function`, a raw number, straight into the first
     /// slot of `cpuq` and publishes it: what a driver that knows other functions than
-    /// this one would send, which [`nova_core::gsp::cmdq::Cmdq::send_rpc`] cannot.
+    /// this one would send, written past it so that it does not learn the function.
     fn post_raw_command(pair: &Pair, function: u32, sequence: u32, payload: &[u8]) -> Result {
         let mut h = GspMsgElement::new(0, function, sequence, payload.len());
         h.seal(payload);
@@ -400,7 +442,7 @@ pub mod tests {
     fn echo_answer(pair: &mut Pair) -> Result<u32> {
         pair.gsp_run()?;
         let reply = pair.cmdq.receive_any(LONG)?;
-        check!(reply.function() == Ok(MsgFunction::VgspEcho))?;
+        check!(reply.function() == VGSP_ECHO)?;
         Ok(reply.rpc_result)
     }
 
@@ -423,15 +465,15 @@ pub mod tests {
     #[test]
     fn gsp_skips_a_stray_continuation_record() -> Result {
         let mut pair = Pair::new()?;
-        let cont = MsgFunction::ContinuationRecord.into();
+        let cont = MsgFunction::CONTINUATION_RECORD.into();
         post_r570_commands(
             &pair,
-            &[(cont, 7, b"stray"), (MsgFunction::Nop.into(), 8, b"hi")],
+            &[(cont, 7, b"stray"), (MsgFunction::NOP.into(), 8, b"hi")],
         )?;
         pair.gsp_run()?;
         // Skipped as the driver skips one: no error reply, and the next command served.
         let reply = pair.cmdq.receive_any(LONG)?;
-        check!((reply.function(), reply.sequence) == (Ok(MsgFunction::Nop), 8))?;
+        check!((reply.function(), reply.sequence) == (MsgFunction::NOP, 8))?;
         check!((reply.rpc_result, &reply.payload[..]) == (fw::NV_OK, &b"hi"[..]))?;
         check!((pair.gsp.stats.stray, pair.gsp.stats.malformed) == (1, 0))
     }
@@ -445,16 +487,16 @@ pub mod tests {
         post_r570_commands(
             &pair,
             &[
-                (MsgFunction::VgspEcho.into(), 5, &head[..R570_CHUNK]),
-                (MsgFunction::Nop.into(), 6, b"hi"),
+                (VGSP_ECHO.into(), 5, &head[..R570_CHUNK]),
+                (MsgFunction::NOP.into(), 6, b"hi"),
             ],
         )?;
         pair.gsp_run()?;
         let refused = pair.cmdq.receive_any(LONG)?;
-        check!((refused.function(), refused.sequence) == (Ok(MsgFunction::VgspEcho), 5))?;
+        check!((refused.function(), refused.sequence) == (VGSP_ECHO, 5))?;
         check!(refused.rpc_result == fw::NV_ERR_INVALID_ARGUMENT)?;
         let served = pair.cmdq.receive_any(LONG)?;
-        check!((served.function(), served.sequence) == (Ok(MsgFunction::Nop), 6))?;
+        check!((served.function(), served.sequence) == (MsgFunction::NOP, 6))?;
         check!((served.rpc_result, &served.payload[..]) == (fw::NV_OK, &b"hi"[..]))?;
         check!(pair.gsp.stats.malformed == 1)
     }
@@ -463,7 +505,7 @@ pub mod tests {
     fn gsp_answers_an_echo_whose_header_gives_its_length() -> Result {
         let mut pair = Pair::new()?;
         let payload = echo_payload(4, b"abcd")?;
-        post_raw_head(&pair, MsgFunction::VgspEcho, &payload, payload.len())?;
+        post_raw_head(&pair, VGSP_ECHO, &payload, payload.len())?;
         assert_eq!(echo_answer(&mut pair)?, fw::NV_OK);
         assert_eq!(pair.gsp.stats.malformed, 0);
         Ok(())
@@ -476,7 +518,7 @@ pub mod tests {
         // send it: the firmware expects the head's own chunk there.
         let bytes = Pair::pattern(fw::MAX_ELEMENT_PAYLOAD - 8, 5)?;
         let payload = echo_payload(fw::MAX_ELEMENT_PAYLOAD as u32, &bytes)?;
-        post_raw_head(&pair, MsgFunction::VgspEcho, &payload, payload.len() + 8)?;
+        post_raw_head(&pair, VGSP_ECHO, &payload, payload.len() + 8)?;
         assert_eq!(echo_answer(&mut pair)?, fw::NV_ERR_INVALID_ARGUMENT);
         assert_eq!(pair.gsp.stats.malformed, 1);
         Ok(())
@@ -487,7 +529,7 @@ pub mod tests {
         let mut pair = Pair::new()?;
         // Not a full element, so no continuation record can bring the rest.
         let payload = echo_payload(10, b"abcd")?;
-        post_raw_head(&pair, MsgFunction::VgspEcho, &payload, payload.len())?;
+        post_raw_head(&pair, VGSP_ECHO, &payload, payload.len())?;
         assert_eq!(echo_answer(&mut pair)?, fw::NV_ERR_INVALID_ARGUMENT);
         Ok(())
     }
@@ -496,7 +538,7 @@ pub mod tests {
     fn gsp_refuses_an_echo_longer_than_its_header_says() -> Result {
         let mut pair = Pair::new()?;
         let payload = echo_payload(2, b"abcd")?;
-        post_raw_head(&pair, MsgFunction::VgspEcho, &payload, payload.len())?;
+        post_raw_head(&pair, VGSP_ECHO, &payload, payload.len())?;
         assert_eq!(echo_answer(&mut pair)?, fw::NV_ERR_INVALID_ARGUMENT);
         Ok(())
     }
@@ -504,7 +546,7 @@ pub mod tests {
     #[test]
     fn gsp_refuses_an_echo_without_its_header() -> Result {
         let mut pair = Pair::new()?;
-        post_raw_head(&pair, MsgFunction::VgspEcho, b"abc", 3)?;
+        post_raw_head(&pair, VGSP_ECHO, b"abc", 3)?;
         assert_eq!(echo_answer(&mut pair)?, fw::NV_ERR_INVALID_ARGUMENT);
         Ok(())
     }
@@ -516,7 +558,7 @@ pub mod tests {
         pair.gsp_run()?;
         let reply = pair.cmdq.receive_any(LONG)?;
         assert_eq!((reply.function, reply.sequence), (0x0777, 5));
-        assert_eq!(reply.function(), Err(EINVAL));
+        assert_eq!(MsgFunction::try_from(reply.function), Err(EINVAL));
         assert_eq!(reply.rpc_result, fw::NV_ERR_NOT_SUPPORTED);
         Ok(())
     }
@@ -542,7 +584,7 @@ pub mod tests {
         let msg = pair.cmdq.receive_any(LONG)?;
         assert_eq!(
             (msg.function(), msg.sequence, msg.rpc_result),
-            (Ok(MsgFunction::GspRmControl), seq, fw::NV_OK)
+            (MsgFunction::GSP_RM_CONTROL, seq, fw::NV_OK)
         );
         // The header comes back as sent, its status `NV_OK` as it was, then the params.
         assert!(msg.payload[..] == sent[..]);
@@ -563,8 +605,10 @@ pub mod tests {
         // Sent as bytes: its reply is not as long as its params, as an r570 control's is
         // (`RmControl::reply_len`), but 16 bytes whatever they are.
         let sent = wire_payload(&control)?;
-        pair.cmdq
-            .send_rpc(pair.bar.bar(), MsgFunction::GspRmControl, &sent, LONG)?;
+        pair.cmdq.post(
+            pair.bar.bar(),
+            &Raw::<{ MsgFunction::GSP_RM_CONTROL.0 }>(&sent),
+        )?;
         pair.gsp_run()?;
         let msg = pair.cmdq.receive_any(LONG)?;
         let reply = pair.cmdq.read_msg::<RmControlReply>(&msg)?;
@@ -596,7 +640,7 @@ pub mod tests {
         // The RPC itself succeeded: the control's failure is in the header.
         assert_eq!(
             (msg.function(), msg.sequence, msg.rpc_result),
-            (Ok(MsgFunction::GspRmControl), seq, fw::NV_OK)
+            (MsgFunction::GSP_RM_CONTROL, seq, fw::NV_OK)
         );
         let status = core::mem::offset_of!(RmControlHeader, status);
         assert!(msg.payload[..status] == sent[..status]);
@@ -621,15 +665,16 @@ pub mod tests {
         payload.extend_from_slice(header.as_bytes(), GFP_KERNEL)?;
         payload.extend_from_slice(b"abcd", GFP_KERNEL)?;
         // One element, not a full one: no continuation record can bring the rest.
-        let seq = pair
-            .cmdq
-            .send_rpc(pair.bar.bar(), MsgFunction::GspRmControl, &payload, LONG)?;
+        let seq = pair.cmdq.post(
+            pair.bar.bar(),
+            &Raw::<{ MsgFunction::GSP_RM_CONTROL.0 }>(&payload),
+        )?;
         pair.gsp_run()?;
         let msg = pair.cmdq.receive_any(LONG)?;
         assert_eq!(
             (msg.function(), msg.sequence, msg.rpc_result),
             (
-                Ok(MsgFunction::GspRmControl),
+                MsgFunction::GSP_RM_CONTROL,
                 seq,
                 fw::NV_ERR_INVALID_ARGUMENT
             )
@@ -653,12 +698,13 @@ pub mod tests {
         raw.extend_from_slice(header.as_bytes(), GFP_KERNEL)?;
         raw.extend_from_slice(b"abcde", GFP_KERNEL)?;
         let end = core::mem::size_of::<RmControlHeader>() + 4;
+        let control = MsgFunction::GSP_RM_CONTROL;
         assert_eq!(
-            read_payload::<RmControlReply>(&raw[..end - 1]).err(),
+            receive_as::<RmControlReply>(control, &raw[..end - 1]).err(),
             Some(EIO)
         );
-        assert_eq!(read_payload::<RmControlReply>(&raw).err(), Some(EIO));
-        let reply = read_payload::<RmControlReply>(&raw[..end])?;
+        assert_eq!(receive_as::<RmControlReply>(control, &raw).err(), Some(EIO));
+        let reply: RmControlReply = receive_as(control, &raw[..end])?;
         assert!(reply.params[..] == b"abcd"[..]);
         Ok(())
     }
@@ -673,7 +719,7 @@ pub mod tests {
         let reply = pair.cmdq.receive_any(LONG)?;
         assert_eq!(
             (reply.function(), reply.sequence, reply.rpc_result),
-            (Ok(MsgFunction::UnloadingGuestDriver), seq, fw::NV_OK)
+            (MsgFunction::UNLOADING_GUEST_DRIVER, seq, fw::NV_OK)
         );
         assert!(reply.payload.is_empty());
         Ok(())
@@ -685,35 +731,32 @@ pub mod tests {
         // A buggy driver: a one-slot command written straight into `cpuq`, right but for
         // one bit of its checksum.
         let payload = *b"ping";
-        let mut h = GspMsgElement::new(0, MsgFunction::Nop.into(), 77, payload.len());
-        let mut sum = Checksum::of_header(&h);
-        sum.update(&payload);
-        h.check_sum = sum.fold();
+        let mut h = GspMsgElement::new(0, MsgFunction::NOP.into(), 77, payload.len());
+        h.seal(&payload);
         let mut element = KVec::new();
         element.extend_from_slice(h.as_bytes(), GFP_KERNEL)?;
         element.extend_from_slice(&payload, GFP_KERNEL)?;
         element.resize(GSP_PAGE_SIZE, 0, GFP_KERNEL)?;
-        // With the checksum as computed, the element passes every check; the flipped bit
-        // is its only fault.
-        assert_eq!(
-            fw::validate_element(&element, 1).map(|(_, len)| len),
-            Ok(payload.len())
-        );
+        // Checked as both receivers check an element's copy: with the checksum as sealed,
+        // it passes every check; the flipped bit is its only fault.
+        let checked = |element: &[u8]| -> core::result::Result<usize, Fault> {
+            let (header, len) = validate_header(element, 1)?;
+            verify_checksum(
+                &header,
+                &element[ELEMENT_HEADER_SIZE..ELEMENT_HEADER_SIZE + len],
+            )?;
+            Ok(len)
+        };
+        assert_eq!(checked(&element), Ok(payload.len()));
         element[core::mem::offset_of!(GspMsgElement, check_sum)] ^= 1;
-        assert_eq!(
-            fw::validate_element(&element, 1).err(),
-            Some(Fault::BadChecksum)
-        );
+        assert_eq!(checked(&element), Err(Fault::BadChecksum));
         let view = pair.view();
         view.write_bytes(CPUQ_OFFSET + fw::slot_offset(0), &element)?;
         view.write32(CPUQ_OFFSET + MSGQ_WRITE_PTR_OFFSET, 1)?;
         assert_eq!(pair.gsp_run()?, vgsp::Progress::Idle);
         assert_eq!(pair.gsp.stats.malformed, 1);
         let reply = pair.cmdq.receive_any(LONG)?;
-        assert_eq!(
-            (reply.function(), reply.sequence),
-            (Ok(MsgFunction::Nop), 77)
-        );
+        assert_eq!((reply.function(), reply.sequence), (MsgFunction::NOP, 77));
         assert_eq!(reply.rpc_result, fw::NV_ERR_INVALID_ARGUMENT);
         Ok(())
     }
@@ -721,8 +764,10 @@ pub mod tests {
     #[test]
     fn malformed_registry_gets_error_reply() -> Result {
         let mut pair = Pair::new()?;
-        pair.cmdq
-            .send_rpc(pair.bar.bar(), MsgFunction::SetRegistry, &[1, 2, 3], LONG)?;
+        pair.cmdq.post(
+            pair.bar.bar(),
+            &Raw::<{ MsgFunction::SET_REGISTRY.0 }>(&[1, 2, 3]),
+        )?;
         pair.gsp_run()?;
         let reply = pair.cmdq.receive_any(LONG)?;
         assert_eq!(reply.rpc_result, fw::NV_ERR_INVALID_ARGUMENT);
@@ -731,11 +776,9 @@ pub mod tests {
     }
 
     #[test]
-    fn init_done_and_log_decode() -> Result {
-        let done = read_payload::<GspInitDone>(&[0, 0, 0, 0])?;
+    fn init_done_decodes() -> Result {
+        let done: GspInitDone = receive_as(MsgFunction::GSP_INIT_DONE, &[0, 0, 0, 0])?;
         assert_eq!(done.status, 0);
-        let line = read_payload::<LibosPrint>(b"hi")?;
-        assert!(line.line[..] == b"hi"[..]);
         Ok(())
     }
 }

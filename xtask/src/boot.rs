@@ -2,7 +2,7 @@
 
 //! `cargo xtask upstream [--tree DIR] [--patch FILE|--series]... boot [--arch arm64]`: the
 //! tree's nova-core, built into the tree's own kernel, boots an emulated GH100
-//! (`tests/gh100`) under QEMU 11, the GSP being ours.
+//! (`drivers/gpu/vgsp/gh100`) under QEMU 11, the GSP being ours.
 //!
 //! The GPU reaches QEMU over vfio-user (`vfio-user-pci`), on both architectures: arm64
 //! is why (GH100's home is Grace, and the barriers this project is about can only go
@@ -10,7 +10,7 @@
 //! QEMU has KVM support, not in `qemu-system-aarch64`), and one transport serves x86_64
 //! as well: the proxy device it used before is experimental (`x-`), carries no
 //! interrupt under TCG and blocks migration, and the same QEMU 11 comes from the same
-//! private root for both ([`crate::qemu`]). Measured on 2026-12-06 with QEMU 11.1.3: 7.3.4's
+//! private root for both ([`qemu`]). Measured on 2026-12-06 with QEMU 11.1.3: 7.3.4's
 //! boot over vfio-user, 1.8 s from QEMU's start to its end on x86_64, 0.8–1.1 s on arm64.
 //!
 //! 1. The device's tools are built: `vgsp-gh100` (the device and QEMU's runner),
@@ -45,8 +45,15 @@ use std::{
 };
 
 use crate::{
-    api::Arch,
-    kernel::Progress, //
+    kbuild::Arch,
+    qemu,
+    util::{
+        aarch64,
+        process::{
+            last_lines,
+            Progress, //
+        },
+    }, //
 };
 
 /// How long a boot may take, in seconds, before the runner kills QEMU.
@@ -58,7 +65,7 @@ const FAULT_BOOT_TIMEOUT: &str = "60";
 /// The guest's RAM, in MiB.
 const GUEST_MIB: &str = "512";
 
-/// The built tools of `tests/gh100`.
+/// The built tools of `drivers/gpu/vgsp/gh100`.
 pub(crate) struct Tools {
     device: PathBuf,
     firmware: PathBuf,
@@ -72,7 +79,7 @@ pub(crate) struct Tools {
 ///
 /// A build that fails, with cargo's last lines.
 pub(crate) fn tools(repo: &Path, arch: Arch, progress: Progress) -> Result<Tools, String> {
-    progress.say("building the emulated GH100 (tests/gh100)");
+    progress.say("building the emulated GH100 (drivers/gpu/vgsp/gh100)");
     let target = repo.join("target");
     let build = |args: &[&str], target_dir: &Path| -> Result<(), String> {
         let out = Command::new(env!("CARGO"))
@@ -87,7 +94,7 @@ pub(crate) fn tools(repo: &Path, arch: Arch, progress: Progress) -> Result<Tools
             false => Err(format!(
                 "cargo {} failed:\n{}",
                 args.join(" "),
-                crate::kernel::last_lines(&String::from_utf8_lossy(&out.stderr), 20)
+                last_lines(&String::from_utf8_lossy(&out.stderr), 20)
             )),
         }
     };
@@ -124,10 +131,10 @@ pub(crate) fn tools(repo: &Path, arch: Arch, progress: Progress) -> Result<Tools
         }
         Arch::Arm64 => {
             progress.say("building the guest's init for arm64");
-            crate::ordering::build_aarch64(
+            aarch64::build(
                 repo,
                 "gh100-init-arm64",
-                &repo.join("tests/gh100/init"),
+                &repo.join("drivers/gpu/vgsp/gh100/init"),
                 "vgsp-gh100-init",
                 &[],
                 &[(
@@ -263,11 +270,11 @@ pub(crate) struct Guest<'a> {
 }
 
 /// Returns QEMU's command line for `guest`, from the program on: QEMU 11 from the cache's
-/// private root ([`crate::qemu`]), whose `vfio-user-pci` device carries the GPU on both
+/// private root ([`qemu`]), whose `vfio-user-pci` device carries the GPU on both
 /// architectures; x86_64 a `pc` machine with one vCPU, arm64 a `virt` machine with 2, as
 /// a Grace has many.
 fn qemu_command(guest: &Guest) -> Result<Vec<OsString>, String> {
-    let qemu = crate::qemu::system(match guest.arch {
+    let qemu = qemu::system(match guest.arch {
         Arch::X86_64 => "x86_64",
         Arch::Arm64 => "aarch64",
     })?;

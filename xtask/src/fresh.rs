@@ -43,7 +43,12 @@ use std::{
     time::Instant,
 };
 
-use crate::linux;
+use crate::util::{
+    self,
+    debian,
+    process::run,
+    tools, //
+};
 
 /// The packages the root gets beyond `minbase`: what a machine of this kind has besides
 /// Rust and that the project takes for granted (a C compiler for cargo's linking, git for
@@ -81,18 +86,16 @@ fn base_root(cache: &Path) -> Result<PathBuf, String> {
     if base.join("usr/bin/gcc").exists() && base.join("usr/bin/git").exists() {
         return Ok(base);
     }
-    let (suite, mirror) = (linux::system_suite()?, linux::debian_mirror()?);
+    let (suite, mirror) = (debian::system_suite()?, debian::debian_mirror()?);
     let tmp = cache.join("fresh/base.tmp");
     let _ = fs::remove_dir_all(&tmp);
     fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     eprintln!("xtask: fresh-machine: debootstrap --variant=minbase {suite} (once, minutes)");
-    linux::run(
-        crate::tools::command("debootstrap")?
-            .args(["--variant=minbase", &format!("--include={BASE_PACKAGES}")])
-            .arg(&suite)
-            .arg(&tmp)
-            .arg(&mirror),
-    )?;
+    run(tools::command("debootstrap")?
+        .args(["--variant=minbase", &format!("--include={BASE_PACKAGES}")])
+        .arg(&suite)
+        .arg(&tmp)
+        .arg(&mirror))?;
     fs::rename(&tmp, &base).map_err(|e| format!("{}: {e}", base.display()))?;
     Ok(base)
 }
@@ -104,17 +107,15 @@ fn run_root(cache: &Path, base: &Path, repo: &Path) -> Result<PathBuf, String> {
     if root.exists() {
         fs::remove_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
     }
-    linux::run(crate::tools::command("cp")?.arg("-a").arg(base).arg(&root))?;
+    run(tools::command("cp")?.arg("-a").arg(base).arg(&root))?;
     let inside = |p: &str| root.join(p.trim_start_matches('/'));
     let checkout = inside(CHECKOUT);
     fs::create_dir_all(checkout.parent().unwrap_or(&root))
         .map_err(|e| format!("{}: {e}", checkout.display()))?;
-    linux::run(
-        crate::tools::command("git")?
-            .args(["clone", "-q"])
-            .arg(repo)
-            .arg(&checkout),
-    )?;
+    run(tools::command("git")?
+        .args(["clone", "-q"])
+        .arg(repo)
+        .arg(&checkout))?;
     // rustup's proxies are rustup itself under the tools' names.
     let host_bin = home()?.join(".cargo/bin");
     let bin = inside("/root/.cargo/bin");
@@ -319,7 +320,7 @@ pub(crate) fn fresh_machine(args: &[String]) -> Result<bool, String> {
         [a] if a == "--full" => true,
         _ => return Err("usage: cargo xtask fresh-machine [--full | -- RUN_ARGS...]".into()),
     };
-    if !crate::tools::is_root() {
+    if !tools::is_root() {
         return Err("fresh-machine makes a Debian root and mounts in it: run it as root".into());
     }
     let run_args: Vec<String> = match (full, run_args.is_empty()) {
@@ -333,8 +334,8 @@ pub(crate) fn fresh_machine(args: &[String]) -> Result<bool, String> {
             return Err(format!("{a}: tests/run.sh takes options only"));
         }
     }
-    let repo = crate::ordering::repo()?;
-    let cache = linux::cache()?;
+    let repo = util::repo()?;
+    let cache = util::cache()?;
     let started = Instant::now();
     let base = base_root(&cache)?;
     let root = run_root(&cache, &base, &repo)?;

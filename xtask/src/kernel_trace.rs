@@ -3,12 +3,12 @@
 //! The in-kernel ordering trace: `cargo xtask upstream [--tree DIR] [--patch FILE|--series]...
 //! boot --arch arm64 --ordering` records what nova-core, built into the arm64 kernel,
 //! does to the GSP's shared memory while it boots the emulated GH100, and decides it
-//! with the checkers of the out-of-kernel trace (`tests/model`'s `vgsp_model::compiled`,
+//! with the checkers of the out-of-kernel trace (`tools/model`'s `vgsp_model::compiled`,
 //! the contract and arm64 verdicts).
 //!
 //! # What is recorded
 //!
-//! A QEMU TCG plugin in system mode, `tests/trace/plugin/vgsp-ktrace.c`, built with gcc
+//! A QEMU TCG plugin in system mode, `tools/trace/plugin/vgsp-ktrace.c`, built with gcc
 //! against the plugin header of the QEMU 11 that boots the guest ([`crate::qemu`]). It is
 //! told ([`prepare`], a map file) where three things are in the kernel, which is booted
 //! `nokaslr` so that `System.map`'s addresses are the run's:
@@ -59,7 +59,7 @@
 //!
 //! # What is decided
 //!
-//! `vgsp-ordering --kernel-shared ADDR` (`tests/model`): the records of every vCPU are the
+//! `vgsp-ordering --kernel-shared ADDR` (`tools/model`): the records of every vCPU are the
 //! driver's one agent, in the file's order (the plugin appends under one lock; a task
 //! that moves from one vCPU to the other stops on the first before it starts on the
 //! second, so the file's order is its program order; a boot in which two vCPUs ran the
@@ -71,7 +71,7 @@
 //! our emulated device, in another process, whose own ordering `cargo xtask
 //! ordering-trace` decides. Each pc is mapped to its line through `vmlinux`'s DWARF
 //! (`llvm-addr2line`, relative to the tree's source), which the arm64 configuration
-//! builds in (`CONFIG_DEBUG_INFO_DWARF5`, [`crate::boot::boot_fragment`]).
+//! builds in (`CONFIG_DEBUG_INFO_DWARF5`, [`boot::boot_fragment`]).
 //!
 //! The result: one line per defect, its two accesses with their lines and the barrier
 //! that would order them, and `ordering (arm64 kernel): C defects (contract), A defects
@@ -88,7 +88,7 @@
 //!
 //! - `memcpy` as MOPS instructions (`cpyp`/`cpym`/`cpye`, which the `max` CPU has and the
 //!   kernel patches in): QEMU copies with the host's `memmove`, no memory callback. The
-//!   arm64 boot runs with `arm64.nomops` on the kernel's command line ([`crate::boot`];
+//!   arm64 boot runs with `arm64.nomops` on the kernel's command line ([`boot`];
 //!   Grace's Neoverse V2 has no MOPS either), and the plugin counts MOPS instructions run
 //!   in the driver's code: any is an error. `dc zva` (the generic `memset` zeroes large blocks with it)
 //!   has no memory callback either: the plugin reads its `Xt` (register reads, QEMU
@@ -106,7 +106,7 @@
 //! are binary, buffered, written under one lock, and the checker reads them a chunk at a
 //! time. The boot's figure `boot: N s from QEMU's start to its end` with and without
 //! `--ordering` is the measure: 1.0 s and 0.9 to 1.3 s on 7.3.4, 58 000 records
-//! (tests/trace/README.md).
+//! (tools/trace/README.md).
 
 use std::{
     collections::BTreeMap,
@@ -117,6 +117,11 @@ use std::{
         PathBuf, //
     },
     process::Command,
+};
+
+use crate::{
+    boot,
+    util::tools, //
 };
 
 /// The string functions the driver's code calls, followed by the plugin: arm64's
@@ -536,7 +541,7 @@ fn vet(s: &Summary, nova: &[Span]) -> Result<Vec<String>, String> {
     if s.odd_discon > 0 {
         return Err(format!(
             "QEMU reported {} interrupts with arguments its plugin API (version 7) does not \
-             give: tests/trace/plugin/qemu-11/qemu-plugin.h and this QEMU disagree",
+             give: tools/trace/plugin/qemu-11/qemu-plugin.h and this QEMU disagree",
             s.odd_discon
         ));
     }
@@ -571,15 +576,11 @@ fn output(cmd: &mut Command, what: &str) -> Result<String, String> {
 /// The text sections of `object`, through `llvm-objdump-22`.
 fn object_sections(object: &Path) -> Result<Vec<Section>, String> {
     let headers = output(
-        crate::tools::command("llvm-objdump-22")?
-            .arg("-h")
-            .arg(object),
+        tools::command("llvm-objdump-22")?.arg("-h").arg(object),
         &format!("llvm-objdump-22 -h {}", object.display()),
     )?;
     let symbols = output(
-        crate::tools::command("llvm-objdump-22")?
-            .arg("-t")
-            .arg(object),
+        tools::command("llvm-objdump-22")?.arg("-t").arg(object),
         &format!("llvm-objdump-22 -t {}", object.display()),
     )?;
     Ok(text_sections(&headers, &symbols))
@@ -587,7 +588,7 @@ fn object_sections(object: &Path) -> Result<Vec<Section>, String> {
 
 /// The project's declarations of QEMU 11.1's plugin API and the part of glib it names,
 /// relative to the repository (see the header's comment for why not QEMU's own).
-const PLUGIN_INCLUDE: &str = "tests/trace/plugin/qemu-11";
+const PLUGIN_INCLUDE: &str = "tools/trace/plugin/qemu-11";
 
 /// Builds the plugin against QEMU 11.1's plugin API; returns the shared object.
 fn build_plugin(repo: &Path) -> Result<PathBuf, String> {
@@ -595,14 +596,14 @@ fn build_plugin(repo: &Path) -> Result<PathBuf, String> {
     let out_dir = repo.join("target/trace");
     fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
     let so = out_dir.join("libvgsp-ktrace.so");
-    let out = crate::tools::command("gcc")?
+    let out = tools::command("gcc")?
         .args(["-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC"])
         .args(["-fvisibility=hidden", "-pthread"])
         .arg("-I")
         .arg(&include)
         .arg("-o")
         .arg(&so)
-        .arg(repo.join("tests/trace/plugin/vgsp-ktrace.c"))
+        .arg(repo.join("tools/trace/plugin/vgsp-ktrace.c"))
         .output()
         .map_err(|e| format!("gcc: {e}"))?;
     if !out.status.success() {
@@ -651,9 +652,7 @@ pub(crate) fn prepare(repo: &Path, build: &Path, dir: &Path) -> Result<Trace, St
         }
     }
     let sections = output(
-        crate::tools::command("llvm-objdump-22")?
-            .arg("-h")
-            .arg(&vmlinux),
+        tools::command("llvm-objdump-22")?.arg("-h").arg(&vmlinux),
         "llvm-objdump-22 -h vmlinux",
     )?;
     if !sections.lines().any(|l| l.contains(" .debug_line ")) {
@@ -736,7 +735,7 @@ impl Trace {
     /// - The transcript names no queues (or several).
     /// - The plugin wrote no summary, or one that refuses the trace ([`vet`]).
     /// - The checker cannot decide the trace (no access of the shared memory, say).
-    pub(crate) fn decide(&self, run: &crate::boot::Run) -> Result<String, String> {
+    pub(crate) fn decide(&self, run: &boot::Run) -> Result<String, String> {
         println!("== ordering (arm64 kernel)");
         let base = queues_address(&run.transcript)?;
         let summary_path = summary_path(&self.out);

@@ -17,6 +17,8 @@ use std::{
     },
 };
 
+use crate::qemu;
+
 /// The longest a boot that only runs the suites may take: seconds under TCG, minutes if the
 /// host is busy.
 const TIMEOUT: Duration = Duration::from_secs(300);
@@ -44,7 +46,7 @@ pub(crate) fn run(image: &Path, log: &Path) -> Result<Vec<Suite>, String> {
     let err = out
         .try_clone()
         .map_err(|e| format!("{}: {e}", log.display()))?;
-    let mut qemu = crate::qemu::system("x86_64")?;
+    let mut qemu = qemu::system("x86_64")?;
     let mut child = qemu
         .args(["-machine", "pc,accel=tcg", "-smp", "1", "-m", "512"])
         .args(["-nographic", "-no-reboot", "-nic", "none", "-kernel"])

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! `cargo xtask litmus [--check] [FILE|DIR]...`: C litmus tests (LKMM's format) decided by
-//! the contract checker (`tests/model`, `vgsp-litmus`), one herd7 `Observation` line
+//! the contract checker (`tools/model`, `vgsp-litmus`), one herd7 `Observation` line
 //! each. With no path, the Linux 7.3 tree's own tests (`tools/memory-model/litmus-tests`
 //! and `Documentation/litmus-tests`, read from the cached tree at run time) are checked
 //! against their `Result:` lines.
@@ -10,7 +10,7 @@ use std::process::Command;
 
 use crate::{
     linux,
-    ordering::repo, //
+    util::repo, //
 };
 
 /// Runs the command; `Ok(false)` if a checked test disagrees with its `Result:` line.

@@ -2,7 +2,7 @@
 
 //! The ordering of compiled code, from a trace of the real arm64 binary.
 //!
-//! 1. The project's QEMU plugin (`tests/trace/plugin/vgsp-trace.c`) is built against the
+//! 1. The project's QEMU plugin (`tools/trace/plugin/vgsp-trace.c`) is built against the
 //!    plugin header of the QEMU that runs it: `include/qemu/qemu-plugin.h` of the
 //!    installed `qemu-user`'s Debian source package, fetched once through a private apt
 //!    configuration (deb-src of the system's own suite; the system's apt sources are never
@@ -10,9 +10,9 @@
 //!    `VGSP_QEMU_PLUGIN_H=<file>` names a header instead.
 //! 2. The program is built for `aarch64-unknown-linux-gnu` with Debian's `rustc-web`
 //!    (`-Zbuild-std`), optimised, with line tables and the shim's `trace` feature:
-//!    `tests/trace` (our driver and GSP) or `tests/upstream` (a tree's queue and our GSP).
+//!    `tools/trace` (our driver and GSP) or `tests/upstream` (a tree's queue and our GSP).
 //! 3. It runs under `qemu-aarch64` with the plugin, which writes the trace.
-//! 4. `vgsp-ordering` (`tests/model`) decides the trace under Linux's DMA contract and
+//! 4. `vgsp-ordering` (`tools/model`) decides the trace under Linux's DMA contract and
 //!    arm64's architecture, one line per missing ordering, then
 //!    `ordering: C defects (contract), A defects (arm64), N events from T threads`.
 //!
@@ -25,9 +25,7 @@
 //! ([`upstream_ordering`]).
 
 use std::{
-    env,
-    ffi::OsString,
-    fs,
+    env, fs,
     path::{
         Path,
         PathBuf, //
@@ -43,9 +41,19 @@ use std::{
     },
 };
 
-use crate::linux::{
-    self,
-    debian_mirror, //
+use crate::{
+    mutants,
+    util::{
+        self,
+        aarch64,
+        debian::{
+            self,
+            debian_mirror, //
+        },
+        process::run,
+        repo,
+        tools, //
+    }, //
 };
 
 /// The target directory, under `target/`, of the traced aarch64 programs: the shim's
@@ -58,18 +66,10 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(600);
 /// accessor helpers, then the shim (see `vgsp-ordering --skip`).
 const SKIP: &[&str] = &["gsp/fw.rs", "kernel-shim/"];
 
-/// The repository's root.
-pub(crate) fn repo() -> Result<PathBuf, String> {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .ok_or_else(|| "xtask is not inside the repository".into())
-}
-
 /// The installed `qemu-user`'s source package version (`1:7.2+dfsg-7+deb12u18`).
 fn qemu_source_version() -> Result<String, String> {
-    crate::tools::ensure(&["qemu-aarch64"])?;
-    let out = crate::tools::command("dpkg-query")?
+    tools::ensure(&["qemu-aarch64"])?;
+    let out = tools::command("dpkg-query")?
         .args(["-W", "-f=${source:Version}", "qemu-user"])
         .output()
         .map_err(|e| format!("dpkg-query: {e}"))?;
@@ -91,7 +91,7 @@ fn plugin_header() -> Result<PathBuf, String> {
         };
     }
     let version = qemu_source_version()?;
-    let dir = linux::cache()?
+    let dir = util::cache()?
         .join("qemu-plugin")
         .join(version.replace(':', "_"));
     let header = dir.join("qemu-plugin.h");
@@ -102,20 +102,23 @@ fn plugin_header() -> Result<PathBuf, String> {
         "xtask: fetching the source of qemu {version} for its plugin header (about 24 MB, once)"
     );
     let apt = dir.join("apt");
-    let (mirror, suite) = (debian_mirror()?, linux::system_suite()?);
+    let (mirror, suite) = (debian_mirror()?, debian::system_suite()?);
     let list: String = [suite.clone(), format!("{suite}-updates")]
         .iter()
-        .map(|s| format!("deb-src [signed-by={}] {mirror} {s} main\n", linux::KEYRING))
+        .map(|s| {
+            format!(
+                "deb-src [signed-by={}] {mirror} {s} main\n",
+                debian::KEYRING
+            )
+        })
         .collect();
-    let opts = linux::private_apt(&apt, &list, &["src"])?;
-    linux::run(
-        crate::tools::command("apt-get")?
-            .args(&opts)
-            .args(["-qq", "update"]),
-    )?;
+    let opts = debian::private_apt(&apt, &list, &["src"])?;
+    run(tools::command("apt-get")?
+        .args(&opts)
+        .args(["-qq", "update"]))?;
     let src = apt.join("src");
-    linux::run(
-        crate::tools::command("apt-get")?
+    run(
+        tools::command("apt-get")?
             .args(&opts)
             .args(["-qq", "--download-only", "source", &format!("qemu={version}")])
             .current_dir(&src),
@@ -129,7 +132,7 @@ fn plugin_header() -> Result<PathBuf, String> {
         .map(|e| e.path())
         .find(|p| p.to_string_lossy().contains(".orig.tar"))
         .ok_or("apt-get source left no .orig.tar of qemu")?;
-    let out = crate::tools::command("tar")?
+    let out = tools::command("tar")?
         .arg("-xf")
         .arg(&orig)
         .args(["--wildcards", "--to-stdout", "*/include/qemu/qemu-plugin.h"])
@@ -156,72 +159,19 @@ fn plugin(repo: &Path) -> Result<PathBuf, String> {
     let out_dir = repo.join("target/trace");
     fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
     let so = out_dir.join("libvgsp-trace.so");
-    let status = crate::tools::command("gcc")?
+    let status = tools::command("gcc")?
         .args(["-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC"])
         .arg("-I")
         .arg(include)
         .arg("-o")
         .arg(&so)
-        .arg(repo.join("tests/trace/plugin/vgsp-trace.c"))
+        .arg(repo.join("tools/trace/plugin/vgsp-trace.c"))
         .status()
         .map_err(|e| format!("gcc: {e} (install gcc)"))?;
     if !status.success() {
         return Err("the QEMU plugin does not build (gcc's errors above)".into());
     }
     Ok(so)
-}
-
-/// Builds `bin` of the crate at `manifest` for aarch64 with Debian's rustc and std
-/// source, in `target/<target_dir>`, with `envs` (the shim's marks, flags); returns the
-/// executable.
-pub(crate) fn build_aarch64(
-    repo: &Path,
-    target_dir: &str,
-    manifest: &Path,
-    bin: &str,
-    features: &[&str],
-    envs: &[(&str, OsString)],
-) -> Result<PathBuf, String> {
-    let rustc = Path::new("/usr/bin/rustc");
-    if !rustc.is_file() {
-        return Err(
-            "/usr/bin/rustc is missing: install Debian's rustc-web and rust-web-src".into(),
-        );
-    }
-    let target_dir = repo.join("target").join(target_dir);
-    let path = format!("/usr/bin:{}", env::var("PATH").unwrap_or_default());
-    let mut cmd = crate::tools::command("cargo")?;
-    cmd.args([
-        "build",
-        "--release",
-        "--target",
-        "aarch64-unknown-linux-gnu",
-    ])
-    .args(["-Zbuild-std=std,panic_unwind", "--bin", bin])
-    .arg("--target-dir")
-    .arg(&target_dir)
-    .current_dir(manifest)
-    .env("PATH", path)
-    .env("RUSTC", rustc)
-    .env("RUSTDOC", "/usr/bin/rustdoc")
-    .env("RUSTC_BOOTSTRAP", "1")
-    .env(
-        "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER",
-        "aarch64-linux-gnu-gcc",
-    )
-    .envs(envs.iter().map(|(k, v)| (*k, v)));
-    if !features.is_empty() {
-        cmd.arg("--features").arg(features.join(","));
-    }
-    let status = cmd.status().map_err(|e| format!("cargo: {e}"))?;
-    if !status.success() {
-        return Err(format!(
-            "{bin} does not build for aarch64 (cargo's errors above)"
-        ));
-    }
-    Ok(target_dir
-        .join("aarch64-unknown-linux-gnu/release")
-        .join(bin))
 }
 
 /// Runs `binary args` under `qemu-aarch64` with the plugin, writing the trace to `out`;
@@ -237,7 +187,7 @@ fn run_traced(
     let stdout = out.with_extension("stdout");
     let stdout_file =
         fs::File::create(&stdout).map_err(|e| format!("{}: {e}", stdout.display()))?;
-    let mut cmd = crate::tools::command("qemu-aarch64")?;
+    let mut cmd = tools::command("qemu-aarch64")?;
     cmd.args(["-L", "/usr/aarch64-linux-gnu", "-plugin"])
         .arg(format!("{},out={}", plugin.display(), out.display()))
         .arg(binary)
@@ -356,10 +306,10 @@ pub(crate) fn ordering_trace(args: &[String]) -> Result<bool, String> {
     };
     let repo = repo()?;
     let plugin = plugin(&repo)?;
-    let binary = build_aarch64(
+    let binary = aarch64::build(
         &repo,
         TRACE_TARGET,
-        &repo.join("tests/trace"),
+        &repo.join("tools/trace"),
         "vgsp-trace",
         &[],
         &[],
@@ -383,7 +333,7 @@ pub(crate) fn ordering_trace(args: &[String]) -> Result<bool, String> {
         return Err("the unmutated driver and GSP have ordering defects: fix those first".into());
     }
 
-    let (_, all) = crate::all_mutants(&repo)?;
+    let (_, all) = mutants::all_mutants(&repo)?;
     let mut caught = 0;
     for (i, m) in all.iter().enumerate() {
         let trace = dir.join(format!("mutant-{i}.trace"));
@@ -413,7 +363,7 @@ pub(crate) fn ordering_trace(args: &[String]) -> Result<bool, String> {
 pub(crate) fn upstream_ordering(tree: &Path, name: &str) -> Result<String, String> {
     let repo = repo()?;
     let plugin = plugin(&repo)?;
-    let binary = build_aarch64(
+    let binary = aarch64::build(
         &repo,
         TRACE_TARGET,
         &repo.join("tests/upstream"),

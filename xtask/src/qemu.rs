@@ -30,7 +30,7 @@
 //!
 //! No header of QEMU's comes from here: the registries serve QEMU 11.1's binary packages
 //! but not their source, so the project declares the plugin API it uses itself
-//! (`tests/trace/plugin/qemu-11/qemu-plugin.h`).
+//! (`tools/trace/plugin/qemu-11/qemu-plugin.h`).
 //!
 //! `cargo xtask qemu [aarch64|x86_64]` makes sure of the root and prints
 //! the version, the root and the command line that starts QEMU.
@@ -49,7 +49,15 @@ use std::{
     time::Instant,
 };
 
-use crate::linux;
+use crate::util::{
+    self,
+    debian,
+    process::{
+        last_lines,
+        run, //
+    },
+    tools, //
+};
 
 /// The suite the packages come from.
 const SUITE: &str = "sid";
@@ -276,7 +284,7 @@ impl Stamp {
 
 /// Returns `<cache>/qemu-11`.
 fn home() -> Result<PathBuf, String> {
-    Ok(linux::cache()?.join(format!("qemu-{MAJOR}")))
+    Ok(util::cache()?.join(format!("qemu-{MAJOR}")))
 }
 
 /// Returns the stamp of `target` in `root` if it is there, whole, and names the package.
@@ -318,11 +326,11 @@ struct Apt {
 impl Apt {
     /// Makes the configuration under `<cache>/apt-qemu`.
     fn new() -> Result<Self, String> {
-        let dir = linux::cache()?.join("apt-qemu");
-        let mirror = linux::debian_mirror()?;
-        let keyring = linux::KEYRING;
+        let dir = util::cache()?.join("apt-qemu");
+        let mirror = debian::debian_mirror()?;
+        let keyring = debian::KEYRING;
         let list = format!("deb [signed-by={keyring}] {mirror} {SUITE} main\n");
-        let mut opts = linux::private_apt(&dir, &list, &["preferences.d"])?;
+        let mut opts = debian::private_apt(&dir, &list, &["preferences.d"])?;
         // Nothing installed: every dependency is resolved, whatever the system has.
         let status = dir.join("status");
         fs::write(&status, "").map_err(|e| format!("{}: {e}", status.display()))?;
@@ -342,7 +350,7 @@ impl Apt {
 
     /// Returns `apt-get` with the configuration's options.
     fn get(&self) -> Result<Command, String> {
-        let mut cmd = crate::tools::command("apt-get")?;
+        let mut cmd = tools::command("apt-get")?;
         cmd.args(&self.opts).stdin(Stdio::null());
         Ok(cmd)
     }
@@ -360,7 +368,7 @@ impl Apt {
         Err(format!(
             "{cmd:?} failed ({}):\n{}\n{hint}",
             out.status,
-            crate::kernel::last_lines(&String::from_utf8_lossy(&out.stderr), 20)
+            last_lines(&String::from_utf8_lossy(&out.stderr), 20)
         ))
     }
 
@@ -388,7 +396,7 @@ impl Apt {
                 self.mirror,
                 self.dir.display(),
                 out.status,
-                crate::kernel::last_lines(&stderr, 20)
+                last_lines(&stderr, 20)
             ));
         }
         Ok(stderr)
@@ -578,7 +586,7 @@ fn probe_output(mut cmd: Command, args: &[&str]) -> Result<String, String> {
         false => Err(format!(
             "{cmd:?} failed ({}):\n{}",
             out.status,
-            crate::kernel::last_lines(&text, 20)
+            last_lines(&text, 20)
         )),
     }
 }
@@ -662,7 +670,7 @@ fn fetch(root: &Path, wanted: &[&'static Target]) -> Result<(), String> {
         .find_map(|(p, deb)| (p.name == first.package).then_some(deb))
         .ok_or_else(|| format!("apt resolved no {}", first.package))?;
     let fields = Apt::output(
-        crate::tools::command("dpkg-deb")?
+        tools::command("dpkg-deb")?
             .arg("-f")
             .arg(deb)
             .args(["Source", "Version"]),
@@ -682,12 +690,7 @@ fn fetch(root: &Path, wanted: &[&'static Target]) -> Result<(), String> {
     let _ = fs::remove_dir_all(&staging);
     fs::create_dir_all(&staging).map_err(|e| format!("{}: {e}", staging.display()))?;
     for deb in &debs {
-        if let Err(e) = linux::run(
-            crate::tools::command("dpkg-deb")?
-                .arg("-x")
-                .arg(deb)
-                .arg(&staging),
-        ) {
+        if let Err(e) = run(tools::command("dpkg-deb")?.arg("-x").arg(deb).arg(&staging)) {
             let _ = fs::remove_file(deb);
             return Err(format!(
                 "cannot unpack {} into {}: {e}\nIt was removed: run again to fetch it anew \

@@ -5,7 +5,7 @@
 //!
 //! 1. The tree is `--tree DIR` (any tree with `drivers/gpu/nova-core`), `--tree RELEASE`
 //!    (a release Debian serves, such as `7.2` or `7.3~rc7`, fetched once into the cache:
-//!    [`crate::linux::linux_tree`]), or the Linux 7.3 tree the kernel tier follows.
+//!    [`linux::linux_tree`]), or the Linux 7.3 tree the kernel tier follows.
 //! 2. With `--patch` (or `--series`: every patch of `upstream/` but its cover letter, in
 //!    order), the tree's `drivers/gpu/nova-core` is copied to a scratch tree
 //!    (`target/upstream/tree`) and each patch applied there with `git apply`, in order; a
@@ -29,17 +29,17 @@
 //!    needs another.
 //! 6. `ordering` (only when named) builds the harness for aarch64 with the shim's trace
 //!    marks, runs its `ordering` workload under `qemu-aarch64` with the project's plugin
-//!    and decides the trace ([`crate::ordering`]): one line per missing ordering at the
+//!    and decides the trace ([`ordering`]): one line per missing ordering at the
 //!    tree's source line, and `ordering C defects (contract), A defects (arm64)` in the
 //!    summary. Defects are findings about the tree, not failures.
 //! 7. `boot` (only when named) builds the kernel's image too and boots it under QEMU 11
-//!    against the emulated GH100 whose GSP is ours ([`crate::boot`]): a `boot:` line per
+//!    against the emulated GH100 whose GSP is ours ([`boot`]): a `boot:` line per
 //!    stage and `boot ok` or `boot FAIL` in the summary. `--arch arm64` builds and boots
 //!    the arm64 kernel (a `virt` machine, 2 vCPUs) instead of x86_64's. With
 //!    `--gsp-fault NAME` (repeatable, or `all`), one more boot per fault, the GSP
 //!    misbehaving as named, and one `gsp-fault NAME: …` row of what the driver did:
 //!    findings, not failures. With `--ordering` (arm64), the boot is traced and the
-//!    ordering of the code the kernel compiled decided ([`crate::kernel_trace`]).
+//!    ordering of the code the kernel compiled decided ([`kernel_trace`]).
 //! 8. `replay IMAGE [--rptr N]` (alone): the tree's receive over a `gspq` image, printing
 //!    the lines `vgsp-tool replay-gspq` prints for ours, each for what the tree's receive
 //!    handed over (a message cut, or unlike the image, says so).
@@ -67,18 +67,28 @@ use std::{
 use serde_json::Value;
 
 use crate::{
-    api::{
+    api,
+    boot,
+    kbuild::{
         self,
         kernel_version,
         Arch,
         Tree, //
     },
-    boot,
-    kernel::{
-        self as tier,
-        Progress, //
-    },
-    linux, ordering,
+    kernel_trace,
+    linux,
+    ordering,
+    util::{
+        self,
+        process::{
+            jobs,
+            run_logged,
+            tail,
+            Progress, //
+        },
+        stamp::sha256_hex,
+        tools, //
+    }, //
 };
 
 /// The queue files of nova-core that the harness compiles, relative to
@@ -239,7 +249,7 @@ pub(crate) fn patched_tree(
         // and skip every path outside the current directory: the ceiling stops git from
         // finding the repository.
         let git_apply = |check: &[&str]| {
-            crate::tools::command("git")?
+            tools::command("git")?
                 .args(["apply", "--include", &format!("{nova}/*")])
                 .args(check)
                 .arg(&patch)
@@ -578,7 +588,7 @@ struct Booted {
 
 /// Boots the tree's kernel `image` against the emulated GH100 and prints the verdict:
 /// a `boot:` line per stage; on a failure, the problems and the GSP's transcript. With
-/// `ordering` (arm64), the boot is traced and the trace decided ([`crate::kernel_trace`]).
+/// `ordering` (arm64), the boot is traced and the trace decided ([`kernel_trace`]).
 fn boot_gh100(
     repo: &Path,
     built: &Built,
@@ -590,7 +600,7 @@ fn boot_gh100(
     let dir = boot_dir(repo, built.arch);
     let initrd = initramfs_in(built, &dir)?;
     let trace = match ordering {
-        true => Some(crate::kernel_trace::prepare(repo, &built.build, &dir)?),
+        true => Some(kernel_trace::prepare(repo, &built.build, &dir)?),
         false => None,
     };
     let guest = boot::Guest {
@@ -679,8 +689,8 @@ const FUZZ_RUNS: u64 = 20_000;
 /// stops at the first, with the input saved, which is printed as a finding).
 fn fuzz_receive(repo: &Path, tree: &Path) -> Result<(u64, u64), String> {
     println!("== fuzz");
-    crate::tools::ensure(&["cargo-fuzz", "c++"])?;
-    let have_nightly = crate::tools::command("cargo")?
+    tools::ensure(&["cargo-fuzz", "c++"])?;
+    let have_nightly = tools::command("cargo")?
         .args(["+nightly", "fuzz", "--version"])
         .output()
         .is_ok_and(|o| o.status.success());
@@ -700,7 +710,7 @@ fn fuzz_receive(repo: &Path, tree: &Path) -> Result<(u64, u64), String> {
     }
     let log = work.join("fuzz.log");
     let log_file = fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let status = crate::tools::command("cargo")?
+    let status = tools::command("cargo")?
         .args(["+nightly", "fuzz", "run", "--fuzz-dir"])
         .arg(repo.join("tests/upstream/fuzz"))
         .arg("upstream_gspq_receive")
@@ -747,7 +757,7 @@ fn fuzz_receive(repo: &Path, tree: &Path) -> Result<(u64, u64), String> {
         _ => Err(format!(
             "the fuzz check did not run to the end (log: {}):\n{}",
             log.display(),
-            crate::api::tail(&log, 15)
+            tail(&log, 15)
         )),
     }
 }
@@ -778,15 +788,15 @@ pub(crate) fn build_in_kernel(
         .parent()
         .ok_or("xtask is not inside the repository")?
         .to_path_buf();
-    let cache = linux::cache()?;
-    let _lock = tier::lock(&cache, progress)?;
+    let cache = util::cache()?;
+    let _lock = kbuild::lock(&cache, progress)?;
     let tools = boot::tools(&repo, arch, progress)?;
     // Built into the kernel: written under the lock, as the build that reads them.
     let firmware_dir = cache.join("gh100-firmware");
     let firmware_files = boot::firmware(&tools, &firmware_dir)?;
     // QEMU 11 is fetched by the boot itself ([`crate::qemu`]).
-    tier::ensure_build_tools(&[arch], false)?;
-    let bindgen = tier::ensure_bindgen(&cache, progress)?;
+    kbuild::ensure_build_tools(&[arch], false)?;
+    let bindgen = kbuild::ensure_bindgen(&cache, progress)?;
     let nova = "drivers/gpu/nova-core";
     // The source: hard links to the pristine tree, nova-core replaced by the one built;
     // source and build directory are the tree's own, kept beside other trees'.
@@ -799,7 +809,7 @@ pub(crate) fn build_in_kernel(
             fs::remove_dir_all(&old).map_err(|e| format!("{}: {e}", old.display()))?;
         }
     }
-    let scratch = tier::linked_tree(pristine, &dir.join("src"), nova, progress)?;
+    let scratch = kbuild::linked_tree(pristine, &dir.join("src"), nova, progress)?;
     let ours = scratch.path.join(nova);
     // The pristine tree is never written: not through a link either.
     let home = fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -819,7 +829,7 @@ pub(crate) fn build_in_kernel(
     // cannot take the other set's objects for built).
     let tree = Tree::new(arch, &scratch, &cache, bindgen, progress)
         .in_build(dir.join(format!("build-{}", arch.name())));
-    let fragment: String = api::fragment(&repo, arch, false)?
+    let fragment: String = kbuild::fragment(&repo, arch, false)?
         .lines()
         .filter(|l| !l.contains("CONFIG_NOVA_CORE"))
         .map(|l| format!("{l}\n"))
@@ -835,16 +845,16 @@ pub(crate) fn build_in_kernel(
         "building drivers/gpu/, where 7.3 builds {nova} (cold: minutes); log: {}",
         log.display()
     ));
-    let built = tier::run_logged(
+    let built = run_logged(
         tree.make()
-            .arg(format!("-j{}", api::jobs()))
+            .arg(format!("-j{}", jobs()))
             // 7.3 builds nova-core from drivers/gpu/Makefile.
             .arg("drivers/gpu/"),
         &log,
         "nova-core",
         progress,
     );
-    let diagnostics = tier::build_diagnostics(std::slice::from_ref(&log))?;
+    let diagnostics = kbuild::build_diagnostics(std::slice::from_ref(&log))?;
     let object = tree.build.join(nova).join("nova_core.o");
     match (built, diagnostics) {
         (Ok(()), None) if !object.is_file() => Err(format!(
@@ -875,7 +885,7 @@ pub(crate) fn build_in_kernel(
         (Err(e), report) => Err(format!(
             "{name}'s nova-core does not build for {} with CONFIG_NOVA_CORE=y: {e}\n{}",
             arch.name(),
-            report.unwrap_or_else(|| api::tail(&log, 20))
+            report.unwrap_or_else(|| tail(&log, 20))
         )),
     }
 }
@@ -889,7 +899,7 @@ pub(crate) fn build_in_kernel(
 /// - The tree's `Makefile` names no release.
 pub(crate) fn tree_cache(cache: &Path, tree: &Path) -> Result<PathBuf, String> {
     let release = kernel_version(tree)?;
-    let hash = tier::sha256_hex(tree.as_os_str().as_encoded_bytes());
+    let hash = sha256_hex(tree.as_os_str().as_encoded_bytes());
     Ok(cache
         .join("trees")
         .join(format!("{release}-{}", &hash[..12])))
@@ -920,17 +930,12 @@ fn build_image(tree: &Tree, progress: Progress) -> Result<PathBuf, String> {
         "building the kernel's image (cold: minutes); log: {}",
         log.display()
     ));
-    tier::run_logged(
-        tree.make().arg(format!("-j{}", api::jobs())).arg(target),
+    run_logged(
+        tree.make().arg(format!("-j{}", jobs())).arg(target),
         &log,
         target,
         progress,
     )
-    .map_err(|e| {
-        format!(
-            "the kernel's image does not build: {e}\n{}",
-            api::tail(&log, 20)
-        )
-    })?;
+    .map_err(|e| format!("the kernel's image does not build: {e}\n{}", tail(&log, 20)))?;
     Ok(tree.build.join(path))
 }

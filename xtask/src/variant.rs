@@ -4,7 +4,7 @@
 //!
 //! `cargo xtask variant-tree NAME DIR` writes a copy of the workspace's sources to `DIR`
 //! with the barriers of variant `NAME` in place of the design's, for `vgsp-bench
-//! --variants` and `tests/bench/barriers.sh` to build there. The variants are made from
+//! --variants` and `tools/bench/barriers.sh` to build there. The variants are made from
 //! the same ordering points and mutations as `cargo xtask ordering-mutants` makes its
 //! mutants, applied to the text instead of at run time, so no build of the driver carries
 //! a variant of its own:
@@ -27,8 +27,11 @@ use std::{
 };
 
 use crate::{
-    all_mutants,
-    Point, //
+    mutants::{
+        all_mutants,
+        Point, //
+    },
+    util, //
 };
 
 /// The variants, the design first.
@@ -36,7 +39,14 @@ pub(crate) const VARIANTS: &[&str] = &["acq-rel", "all-full", "seed"];
 
 /// What the copy holds of the workspace: files, then directories copied whole.
 const FILES: &[&str] = &["Cargo.toml", "Cargo.lock"];
-const DIRS: &[&str] = &[".cargo", "drivers", "kernel-shim", "tests", "xtask"];
+const DIRS: &[&str] = &[
+    ".cargo",
+    "drivers",
+    "kernel-shim",
+    "tests",
+    "tools",
+    "xtask",
+];
 
 /// One edit of one source line (1-based).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,7 +184,8 @@ fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
 /// # Errors
 ///
 /// A wrong command line, a variant that cannot be made, or a copy that fails.
-pub(crate) fn variant_tree(root: &Path, args: &[String]) -> Result<bool, String> {
+pub(crate) fn variant_tree(args: &[String]) -> Result<bool, String> {
+    let root = &util::repo()?;
     let [name, dir] = args else {
         return Err(format!(
             "usage: cargo xtask variant-tree {} DIR",

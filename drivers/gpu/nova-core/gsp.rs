@@ -4,7 +4,6 @@
 
 pub mod cmdq;
 pub mod commands;
-pub mod events;
 pub mod fault;
 pub mod fw;
 pub mod regs;
@@ -28,6 +27,7 @@ use crate::gsp::{
         Budget,
         Cmdq,
         CommandToGsp,
+        EventHandler,
         GspMessage,
         MessageFromGsp,
         NoReply,
@@ -41,11 +41,11 @@ use crate::gsp::{
         PciFunction,
         SetRegistry, //
     },
-    events::EventHandler,
     fw::{
         GspArgumentsCached,
         GspMem,
-        MsgFunction, //
+        MsgFunction,
+        NV_OK, //
     },
     regs::{
         Bar0Registers,
@@ -58,11 +58,11 @@ use crate::gsp::{
 };
 
 /// How long the bring-up waits for each answer of the GSP.
-pub const BOOT_TIMEOUT: Delta = Delta::from_secs(5);
+pub(crate) const BOOT_TIMEOUT: Delta = Delta::from_secs(5);
 
 /// The registry keys the driver hands the GSP at boot: upstream's (which adds
 /// `RMSetSriovMode` only when vGPU is enabled, which this driver does not do).
-pub const BOOT_REGISTRY: &[(&str, u32)] = &[
+pub(crate) const BOOT_REGISTRY: &[(&str, u32)] = &[
     ("RMSecBusResetEnable", 1),
     ("RMForcePcieConfigSave", 1),
     ("RMDevidCheckIgnore", 1),
@@ -78,7 +78,7 @@ impl EventHandler for GspLog {
         let text = core::str::from_utf8(&msg.payload).unwrap_or("<binary>");
         pr_info!(
             "gsp: <- {} seq={}: {}\n",
-            msg.function().map_or("UNKNOWN", MsgFunction::name),
+            msg.function().name(),
             msg.seq_num,
             text.trim_end()
         );
@@ -89,7 +89,7 @@ impl EventHandler for GspLog {
 static GSP_LOG: GspLog = GspLog;
 
 /// The events of the GSP's log, which [`GSP_LOG`] handles.
-const LOG_FUNCTIONS: [MsgFunction; 2] = [MsgFunction::UcodeLibosPrint, MsgFunction::OsErrorLog];
+const LOG_FUNCTIONS: [MsgFunction; 2] = [MsgFunction::UCODE_LIBOS_PRINT, MsgFunction::OS_ERROR_LOG];
 
 /// The GSP as the driver sees it. Shared by reference by the driver's threads, as its
 /// [`Cmdq`] is.
@@ -97,11 +97,11 @@ const LOG_FUNCTIONS: [MsgFunction; 2] = [MsgFunction::UcodeLibosPrint, MsgFuncti
 pub struct Gsp {
     /// The command queue.
     #[pin]
-    pub cmdq: Cmdq,
+    cmdq: Cmdq,
     /// The boot arguments left for the GSP (r570's `GSP_ARGUMENTS_CACHED`): where its
     /// queues are. The firmware finds them there; so does the virtual GSP
     /// (`vgsp::Vgsp::locate`).
-    pub args: Coherent<GspArgumentsCached>,
+    args: Coherent<GspArgumentsCached>,
 }
 
 impl Gsp {
@@ -131,6 +131,18 @@ impl Gsp {
         })
     }
 
+    /// Returns the command queue: the test bench's way to it, whose bench-facing methods
+    /// are [`BenchSeam`](crate::gsp::cmdq::BenchSeam)'s. The driver's own sends and waits
+    /// are [`Gsp::boot`]'s.
+    pub fn cmdq(&self) -> &Cmdq {
+        &self.cmdq
+    }
+
+    /// Returns the boot arguments left for the GSP, which name its queues.
+    pub fn args(&self) -> &Coherent<GspArgumentsCached> {
+        &self.args
+    }
+
     /// Returns the number of lines of the GSP's log received so far.
     pub fn log_lines(&self) -> u64 {
         LOG_FUNCTIONS
@@ -139,13 +151,14 @@ impl Gsp {
             .sum()
     }
 
-    /// Sends `command` and waits for its reply; the GSP's log lines that arrive meanwhile
-    /// are printed. The whole wait ends within [`Cmdq::RECEIVE_TIMEOUT`].
+    /// Sends `command` and waits for its reply (upstream's `send_command`); the GSP's log
+    /// lines that arrive meanwhile are printed. The whole wait ends within
+    /// [`Cmdq::RECEIVE_TIMEOUT`].
     ///
     /// # Errors
     ///
-    /// As [`Cmdq::send_command`].
-    pub fn send_command<M>(&self, bar: &impl Doorbell, command: M) -> Result<M::Reply>
+    /// As [`Cmdq::submit`] and [`PendingReply::wait`](crate::gsp::cmdq::PendingReply::wait).
+    pub(crate) fn send_command<M>(&self, bar: &impl Doorbell, command: M) -> Result<M::Reply>
     where
         M: CommandToGsp,
         M::Reply: MessageFromGsp,
@@ -155,12 +168,12 @@ impl Gsp {
         pending.wait(Cmdq::RECEIVE_TIMEOUT)
     }
 
-    /// Sends `command`, which the GSP does not answer.
+    /// Sends `command`, which the GSP does not answer (upstream's `send_command_no_wait`).
     ///
     /// # Errors
     ///
     /// As [`Cmdq::post`].
-    pub fn send_command_no_wait<M>(&self, bar: &impl Doorbell, command: M) -> Result
+    pub(crate) fn send_command_no_wait<M>(&self, bar: &impl Doorbell, command: M) -> Result
     where
         M: CommandToGsp<Reply = NoReply>,
     {
@@ -180,35 +193,26 @@ impl Gsp {
         );
     }
 
-    /// Receives messages no one awaits until one that is not an event without a handler
-    /// arrives, and decodes it as `M`; the GSP's log lines that arrive meanwhile are
-    /// printed, and messages of functions the driver does not know are skipped and logged.
-    /// The whole wait ends within `timeout`, however many messages arrive.
-    ///
-    /// # Errors
-    ///
-    /// - `ETIMEDOUT` if no other message arrives within `timeout`.
-    /// - Any other error of [`Cmdq::receive_msg`].
-    pub fn wait_for<M: MessageFromGsp>(&self, timeout: Delta) -> Result<M> {
-        let msg = self.next_message(&mut Budget::new(timeout))?;
-        self.cmdq.read_msg(&msg)
-    }
-
     /// Receives messages no one awaits within `budget` until one arrives that is not an
-    /// event the bring-up does not wait for, and logs it.
+    /// event the bring-up does not wait for, and logs it. Messages of functions the driver
+    /// does not know are skipped and logged; the whole wait ends within `budget`, however
+    /// many messages arrive.
     ///
     /// # Errors
     ///
-    /// As [`Gsp::wait_for`].
+    /// - `ETIMEDOUT` if no other message arrives within `budget`.
+    /// - Any other error of [`Cmdq::receive`].
     fn next_message(&self, budget: &mut Budget) -> Result<GspMessage> {
-        let msg = self.cmdq.receive_any_skipping(budget, |msg| {
+        let msg = self.cmdq.receive(budget, |msg| {
             // The events the bring-up waits for are returned; any other is passed over
-            // (and counted: its function has no handler, or it would not be here).
+            // (and counted: its function has no handler, or it would not be here), as is a
+            // message of a function the driver does not know (and logged).
+            let function = msg.function();
             let awaited = matches!(
-                msg.function(),
-                Ok(MsgFunction::GspInitDone | MsgFunction::GspRunCpuSequencer)
+                function,
+                MsgFunction::GSP_INIT_DONE | MsgFunction::GSP_RUN_CPU_SEQUENCER
             );
-            if events::is_event(msg) && !awaited {
+            if !self.cmdq.knows(function) || (function.is_event() && !awaited) {
                 Skip::PassOver
             } else {
                 Skip::Take
@@ -216,7 +220,7 @@ impl Gsp {
         })?;
         pr_info!(
             "gsp: <- {} ({}) seq={} sequence={} len={} elems={} result={}\n",
-            msg.function().map_or("UNKNOWN", MsgFunction::name),
+            msg.function().name(),
             msg.function,
             msg.seq_num,
             msg.sequence,
@@ -261,7 +265,7 @@ impl Gsp {
     ///
     /// # Errors
     ///
-    /// - `ETIMEDOUT` if the GSP does not answer within [`BOOT_TIMEOUT`].
+    /// - `ETIMEDOUT` if the GSP does not answer within `BOOT_TIMEOUT` (5 s).
     /// - `EIO` if `GSP_INIT_DONE` reports a failure, or any receive error.
     pub fn boot<B: Doorbell + Bar0Registers>(
         &self,
@@ -273,16 +277,16 @@ impl Gsp {
         let mut budget = Budget::new(BOOT_TIMEOUT);
         let done: GspInitDone = loop {
             let msg = self.next_message(&mut budget)?;
-            if msg.function() == Ok(MsgFunction::GspRunCpuSequencer) {
+            if msg.function() == MsgFunction::GSP_RUN_CPU_SEQUENCER {
                 self.run_cpu_sequencer(bar, &msg)?;
                 continue;
             }
             break self.cmdq.read_msg(&msg)?;
         };
-        if done.status != crate::gsp::fw::NV_OK {
+        if done.status != NV_OK {
             return Err(EIO);
         }
-        let info = self.send_command(bar, GetGspStaticInfo::new())?;
+        let info = self.send_command(bar, GetGspStaticInfo)?;
         pr_info!(
             "gsp: GPU \"{}\", {} MiB of frame buffer in {} usable region(s)\n",
             info.gpu_name(),

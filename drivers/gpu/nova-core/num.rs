@@ -8,10 +8,10 @@
 //!
 //! - `<from>_as_<into>(value)`, a `const fn` per widening (for example `u32_as_usize`):
 //!   for `const` contexts, where trait methods cannot be called.
-//! - [`FromSafeCast`] and [`IntoSafeCast`]: the same outside `const`, for the pairs whose
-//!   width depends on the target (`u32` to `usize`, `usize` to `u64`), which `core`'s
-//!   [`From`] does not offer. They are implemented only for the pointer widths on which
-//!   the conversion keeps every value.
+//! - [`FromSafeCast`]: the same outside `const`, for the pairs whose width depends on
+//!   the target (`u32` to `usize`, `usize` to `u64`), which `core`'s [`From`] does not
+//!   offer. It is implemented only for the pointer widths on which the conversion keeps
+//!   every value.
 //! - `<from>_into_<into>::<N>()`, a `const fn` per narrowing of a constant (for example
 //!   `usize_into_u32`): the build fails if `N` does not fit the narrower type.
 //!
@@ -20,8 +20,9 @@
 //! truncates on purpose stays an `as` with a `// CAST:` comment. Two differences from
 //! 7.3's:
 //!
-//! - The traits are `pub` (7.3's are `pub(crate)`): the virtual GSP, another crate, uses
-//!   them. The `const fn`s stay `pub(crate)`.
+//! - [`FromSafeCast`] is `pub` (7.3's is `pub(crate)`): the virtual GSP, another crate,
+//!   uses it. The `const fn`s stay `pub(crate)`, and 7.3's `IntoSafeCast`, which nothing
+//!   here uses, is left out.
 //! - The pointer width is read from `target_pointer_width` rather than `CONFIG_64BIT`:
 //!   host builds set no `CONFIG_*`, and both name the same width on the architectures the
 //!   driver builds for (x86_64, arm64).
@@ -41,8 +42,8 @@ macro_rules! impl_safe_as {
                 "`], keeping every value."
             )]
             ///
-            /// For `const` contexts; elsewhere, [`FromSafeCast`] and [`IntoSafeCast`] say
-            /// the same. Only defined where the target is at least as wide as the source.
+            /// For `const` contexts; elsewhere, [`FromSafeCast`] says the same. Only defined
+            /// where the target is at least as wide as the source.
             $(#[$attr])*
             #[inline(always)]
             pub(crate) const fn $name(value: $from) -> $into {
@@ -137,32 +138,6 @@ impl FromSafeCast<u32> for usize {
     }
 }
 
-/// The other direction of [`FromSafeCast`], as [`Into`] is of [`From`]: `value.into_safe_cast()`
-/// for `T::from_safe_cast(value)`.
-///
-/// Implemented for every pair [`FromSafeCast`] is; see there for why these exist.
-///
-/// `pub` rather than 7.3's `pub(crate)`: the virtual GSP (`vgsp`) uses it.
-///
-/// # Examples
-///
-/// ```
-/// use nova_core::num::IntoSafeCast;
-///
-/// let len: usize = 0x1000_u32.into_safe_cast();
-/// assert_eq!(len, 0x1000);
-/// ```
-pub trait IntoSafeCast<T> {
-    /// Returns `self` as a `T`; every value of `Self` is kept.
-    fn into_safe_cast(self) -> T;
-}
-
-impl<S, T: FromSafeCast<S>> IntoSafeCast<T> for S {
-    fn into_safe_cast(self) -> T {
-        T::from_safe_cast(self)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,13 +175,5 @@ mod tests {
     fn from_safe_cast_keeps_max() {
         assert_eq!(usize::from_safe_cast(u32::MAX), 0xffff_ffff);
         assert_eq!(u64::from_safe_cast(usize::MAX), u64::MAX);
-    }
-
-    #[test]
-    fn into_safe_cast_keeps_max() {
-        let len: usize = u32::MAX.into_safe_cast();
-        assert_eq!(len, 0xffff_ffff);
-        let addr: u64 = usize::MAX.into_safe_cast();
-        assert_eq!(addr, u64::MAX);
     }
 }

@@ -34,7 +34,7 @@
 //! let queue: Bounded<u32, 8> = value.queue();
 //! assert_eq!(u8::from(queue), 3);
 //!
-//! let bar = kernel::vdev::SimBar::<0x100>::new(&[]).unwrap();
+//! let bar = vdev::SimBar::<0x100>::new(&[]).unwrap();
 //! let io = *bar.io();
 //! io.write_reg(value); // The location is the type's: offset 0x40.
 //! assert_eq!(io.read32(0x40), 0x301);

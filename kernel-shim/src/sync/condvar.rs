@@ -169,12 +169,12 @@ impl CondVar {
         }
         // CAST: `timeout` is not negative: it comes from a `usize`, or is
         // `MAX_SCHEDULE_TIMEOUT`.
-        let deadline = crate::env::ktime_get_ns()
+        let deadline = crate::backend::env::ktime_get_ns()
             .saturating_add((timeout.unsigned_abs() as u64).saturating_mul(JIFFY_NS));
         if !guard.do_unlocked(|| self.waiters.wait_past(seen, Some(deadline))) {
             return 0;
         }
-        let left = deadline.saturating_sub(crate::env::ktime_get_ns()) / JIFFY_NS;
+        let left = deadline.saturating_sub(crate::backend::env::ktime_get_ns()) / JIFFY_NS;
         // CAST: `left` is at most `timeout`, a `c_long`.
         left as c_long
     }
@@ -363,7 +363,7 @@ mod imp {
                     queue.sleepers -= 1;
                     continue;
                 };
-                let now = crate::env::ktime_get_ns();
+                let now = crate::backend::env::ktime_get_ns();
                 if now >= deadline {
                     return false;
                 }
@@ -456,7 +456,8 @@ mod imp {
         pub(super) fn wait_past(&self, seen: usize, deadline: Option<u64>) -> bool {
             // ORDERING: Relaxed, as in `generation`.
             while self.generation.load(Relaxed) == seen {
-                if deadline.is_some_and(|deadline| crate::env::ktime_get_ns() >= deadline) {
+                if deadline.is_some_and(|deadline| crate::backend::env::ktime_get_ns() >= deadline)
+                {
                     return false;
                 }
                 core::hint::spin_loop();

@@ -14,9 +14,14 @@ use kernel::{
 };
 use libfuzzer_sys::fuzz_target;
 use nova_core::gsp::{
-    cmdq::Cmdq,
+    cmdq::{
+        BenchSeam,
+        Budget,
+        Cmdq,
+        Skip, //
+    },
     fw::{
-        for_each_ring_piece,
+        ring::for_each_ring_piece,
         slot_offset,
         GSPQ_OFFSET,
         GSP_PAGE_SIZE,
@@ -68,7 +73,7 @@ fn run(cmdq: &Cmdq, last_start: &mut usize, last_len: &mut usize, data: &[u8]) {
     cmdq.resume_reading_at(rptr).unwrap();
     for _ in 0..8 {
         let before = cmdq.cpu_ptrs().1;
-        match cmdq.receive_any(Delta::ZERO) {
+        match cmdq.receive(&mut Budget::new(Delta::ZERO), |_| Skip::Take) {
             Ok(msg) => {
                 assert!(msg.payload.len() <= MAX_RPC_PAYLOAD);
                 assert!(msg.elem_count >= 1);

@@ -27,7 +27,12 @@ use kernel::{
 };
 use libfuzzer_sys::fuzz_target;
 use nova_core::gsp::{
-    cmdq::Cmdq,
+    cmdq::{
+        BenchSeam,
+        Budget,
+        Cmdq,
+        Skip, //
+    },
     fw::{
         GSPQ_OFFSET,
         MAX_RPC_PAYLOAD,
@@ -129,7 +134,7 @@ fn run(cmdq: &Cmdq, data: &[u8]) {
     s.posted.notify_one();
     for _ in 0..64 {
         let before = cmdq.cpu_ptrs().1;
-        match cmdq.receive_any(Delta::from_micros(20)) {
+        match cmdq.receive(&mut Budget::new(Delta::from_micros(20)), |_| Skip::Take) {
             Ok(msg) => assert!(msg.payload.len() <= MAX_RPC_PAYLOAD),
             Err(_) => assert!(cmdq.last_fault().is_some()),
         }

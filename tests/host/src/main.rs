@@ -29,7 +29,13 @@ use nova_core::gsp::{
         MsgFunction, //
     },
 };
-use nova_testbench::rpc::Echo;
+use nova_testbench::{
+    rpc::{
+        element_count_for_rpc,
+        Echo, //
+    },
+    ReceiveAny,
+};
 
 /// The prefix of this program's log lines.
 const __LOG_PREFIX: &[u8] = b"vgsp_host\0";
@@ -47,14 +53,14 @@ fn bring_up() -> Result {
 
         for len in [8usize, 4096, 200 * 1024] {
             let payload: std::vec::Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
-            let seq = gsp.cmdq.post(bar, &Echo(&payload))?;
-            let reply = gsp.cmdq.receive_any(Delta::from_secs(5))?;
+            let seq = gsp.cmdq().post(bar, &Echo(&payload))?;
+            let reply = gsp.cmdq().receive_any(Delta::from_secs(5))?;
             let ok = reply.sequence == seq && reply.payload[..] == payload[..];
             pr_info!(
                 "gsp: -> VGSP_ECHO sequence={} len={} elements={}; <- seq={} len={} slots={} result={} {}\n",
                 seq,
                 len,
-                fw::element_count_for_rpc(Echo(&payload).size()),
+                element_count_for_rpc(Echo(&payload).size()),
                 reply.seq_num,
                 reply.payload.len(),
                 reply.elem_count,
@@ -66,10 +72,9 @@ fn bring_up() -> Result {
             }
         }
 
-        gsp.cmdq.post(bar, &UnloadingGuestDriver::default())?;
-        let reply = gsp.cmdq.receive_any(Delta::from_secs(5))?;
-        if reply.function() != Ok(MsgFunction::UnloadingGuestDriver)
-            || reply.rpc_result != fw::NV_OK
+        gsp.cmdq().post(bar, &UnloadingGuestDriver::default())?;
+        let reply = gsp.cmdq().receive_any(Delta::from_secs(5))?;
+        if reply.function() != MsgFunction::UNLOADING_GUEST_DRIVER || reply.rpc_result != fw::NV_OK
         {
             return Err(EIO);
         }

@@ -11,11 +11,17 @@ use nova_core::gsp::{
     cmdq::CommandToGsp as _,
     fw::{
         self,
-        MsgFunction,
         MSGQ_NUM_PAGES, //
     },
 };
-use nova_testbench::rpc::Echo;
+use nova_testbench::{
+    rpc::{
+        element_count_for_rpc,
+        Echo,
+        VGSP_ECHO, //
+    },
+    ReceiveAny,
+};
 
 const MAX_LEN: usize = 200 * 1024;
 const LOG_EVERY: u64 = 1000;
@@ -72,15 +78,18 @@ fn hundred_thousand_mixed_commands_round_trip_in_order() {
         for i in 0..count {
             let len = rng.size();
             rng.fill(&mut payload[..len]);
-            let seq = gsp.cmdq.post(bar, &Echo(&payload[..len])).expect("send");
+            let seq = gsp.cmdq().post(bar, &Echo(&payload[..len])).expect("send");
             assert_eq!(seq as u64, i, "RPC sequence numbers are consecutive");
             // The command carries the echo's 8-byte header too.
-            elements_sent += fw::element_count_for_rpc(Echo(&payload[..len]).size()) as u64;
-            sizes[fw::element_count_for_rpc(len).min(3) - 1] += 1;
+            elements_sent += element_count_for_rpc(Echo(&payload[..len]).size()) as u64;
+            sizes[element_count_for_rpc(len).min(3) - 1] += 1;
             // The GSP's log lines go to the log's handler on the way.
-            let msg = gsp.cmdq.receive_any(Delta::from_secs(5)).expect("receive");
+            let msg = gsp
+                .cmdq()
+                .receive_any(Delta::from_secs(5))
+                .expect("receive");
             slots += msg.elem_count as u64;
-            assert_eq!(msg.function(), Ok(MsgFunction::VgspEcho));
+            assert_eq!(msg.function(), VGSP_ECHO);
             assert_eq!(msg.rpc_result, 0);
             assert_eq!(msg.sequence, seq, "reply to command {i} out of order");
             assert_eq!(msg.payload.len(), len, "reply {i} length");
@@ -92,7 +101,7 @@ fn hundred_thousand_mixed_commands_round_trip_in_order() {
             if gsp.log_lines() >= count / LOG_EVERY {
                 break;
             }
-            let trailing = gsp.cmdq.receive_any(Delta::from_millis(10));
+            let trailing = gsp.cmdq().receive_any(Delta::from_millis(10));
             assert!(
                 trailing.is_err(),
                 "no message but the log's after the last reply"

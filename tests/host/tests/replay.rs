@@ -11,7 +11,10 @@ use nova_core::gsp::fw::{
     GSPQ_OFFSET,
     MSGQ_WRITE_PTR_OFFSET, //
 };
-use nova_testbench::rpc::Echo;
+use nova_testbench::{
+    rpc::Echo,
+    ReceiveAny, //
+};
 use vgsp_kunit::{
     cmdq_split::{
         r570_message,
@@ -98,7 +101,7 @@ fn replay_r570(function: u32, sequence: u32, payload: &[u8]) -> (Option<i32>, St
 #[test]
 fn replays_an_r570_split_message_as_one() {
     let payload = Pair::pattern(2 * R570_CHUNK + 1000, 7).unwrap();
-    let function = u32::from(MsgFunction::Nop);
+    let function = u32::from(MsgFunction::NOP);
     let (code, out) = replay_r570(function, 12, &payload);
     assert_eq!(code, Some(0));
     assert_eq!(
@@ -115,7 +118,7 @@ fn replays_an_r570_split_message_as_one() {
 #[test]
 fn replays_one_full_element_as_a_whole_message() {
     let payload = Pair::pattern(R570_CHUNK, 5).unwrap();
-    let function = u32::from(MsgFunction::Nop);
+    let function = u32::from(MsgFunction::NOP);
     let (code, out) = replay_r570(function, 3, &payload);
     assert_eq!(code, Some(0));
     assert_eq!(

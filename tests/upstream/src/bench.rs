@@ -32,14 +32,14 @@ use kernel::{
         Delta, //
     },
     transmute::AsBytes,
-    vdev::{
-        run_beside,
-        SimBar, //
-    },
 };
 use nova_core::gsp::{
     cmdq::MsgqSignal,
     regs::NV_PGSP_QUEUE_HEAD, //
+};
+use vdev::{
+    run_beside,
+    SimBar, //
 };
 use vgsp::{
     Progress,
@@ -116,7 +116,7 @@ pub(crate) enum Serve {
 /// A raise costs the GSP an atomic increment, and a wake-up only when the driver sleeps
 /// on it (a [`SimBar`] with no register, rung by [`SimBar::kick`]).
 ///
-/// [`Cmdq::set_signal`]: nova_core::gsp::cmdq::Cmdq::set_signal
+/// [`Cmdq::set_signal`]: nova_core::gsp::cmdq::BenchSeam::set_signal
 pub(crate) struct GspIrq(SimBar<4>);
 
 impl GspIrq {

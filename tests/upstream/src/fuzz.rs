@@ -23,7 +23,7 @@ use kernel::{
     time::Delta, //
 };
 use nova_core::gsp::fw::{
-    for_each_ring_piece,
+    ring::for_each_ring_piece,
     slot_offset,
     CPUQ_OFFSET,
     GSPQ_OFFSET,

@@ -56,7 +56,10 @@ use kernel::{
     transmute::FromBytes, //
 };
 use nova_core::gsp::{
-    cmdq::Cmdq as OurCmdq,
+    cmdq::{
+        BenchSeam,
+        Cmdq as OurCmdq, //
+    },
     commands::GspInitDone,
     fault::{
         Consumes,
@@ -64,6 +67,7 @@ use nova_core::gsp::{
         Origin, //
     },
     fw::{
+        slot_offset,
         GspMsgElement,
         GspRpcHeader,
         MsgFunction as OurFunction,
@@ -72,12 +76,12 @@ use nova_core::gsp::{
         GSPQ_OFFSET,
         GSP_PAGE_SIZE,
         MAX_ELEMENT_PAYLOAD,
-        MSGQ_DATA_OFFSET,
         MSGQ_READ_PTR_OFFSET,
         MSGQ_WRITE_PTR_OFFSET,
         RPC_HEADER_SIZE, //
     },
 };
+use nova_testbench::ReceiveAny;
 use vgsp::Vgsp;
 
 use crate::{
@@ -263,7 +267,7 @@ impl Ring {
 
     /// Returns a valid one-slot `GSP_INIT_DONE` carrying `payload`.
     fn done(&self, payload: &[u8]) -> Result<KVec<u8>> {
-        self.element(OurFunction::GspInitDone.into(), 0, payload)
+        self.element(OurFunction::GSP_INIT_DONE.into(), 0, payload)
     }
 
     /// Returns a valid element of `function` (RPC `sequence`) carrying `payload`.
@@ -289,8 +293,7 @@ impl Ring {
 
 /// Returns where `gspq` slot `slot` starts in `GspMem`.
 fn slot_at(slot: u32) -> usize {
-    // CAST: a slot index is below 63.
-    GSPQ_OFFSET + MSGQ_DATA_OFFSET + slot as usize * GSP_PAGE_SIZE
+    GSPQ_OFFSET + slot_offset(slot)
 }
 
 /// Stores `value` at byte `at` of the element `el`.
@@ -344,7 +347,7 @@ pub(crate) fn pattern(len: usize, seed: usize) -> Vec<u8> {
 fn post_split_head(ring: &mut Ring) -> Result<Vec<u8>> {
     let mut chunk = pattern(MAX_ELEMENT_PAYLOAD, 9);
     chunk[..4].copy_from_slice(&VALID);
-    let head = ring.element(OurFunction::GspInitDone.into(), 5, &chunk)?;
+    let head = ring.element(OurFunction::GSP_INIT_DONE.into(), 5, &chunk)?;
     ring.post(&head, 16)?;
     Ok(chunk)
 }
@@ -490,7 +493,7 @@ const CLASSES: &[Class] = &[
         setup: |ring, _| {
             let mut chunk = pattern(MAX_ELEMENT_PAYLOAD, 9);
             chunk[..4].copy_from_slice(&VALID);
-            let mut head = ring.element(OurFunction::GspInitDone.into(), 5, &chunk)?;
+            let mut head = ring.element(OurFunction::GSP_INIT_DONE.into(), 5, &chunk)?;
             let whole = rpc_length(MAX_ELEMENT_PAYLOAD + 100);
             edit(&mut head, MAX_ELEMENT_PAYLOAD, LENGTH, whole)?;
             ring.post(&head, 16)
@@ -525,7 +528,7 @@ const CLASSES: &[Class] = &[
         name: "continuation record without a head",
         fault: Fault::ContinuationWithoutHead,
         expect: Expect::Skipped,
-        setup: |ring, _| post_edited(ring, FUNCTION, OurFunction::ContinuationRecord.into(), 1),
+        setup: |ring, _| post_edited(ring, FUNCTION, OurFunction::CONTINUATION_RECORD.into(), 1),
     },
     Class {
         name: "full head followed by another function",
@@ -533,7 +536,7 @@ const CLASSES: &[Class] = &[
         expect: Expect::Whole(MAX_ELEMENT_PAYLOAD),
         setup: |ring, _| {
             post_split_head(ring)?;
-            let intruder = ring.element(OurFunction::GspRmControl.into(), 0, &VALID)?;
+            let intruder = ring.element(OurFunction::GSP_RM_CONTROL.into(), 0, &VALID)?;
             ring.post(&intruder, 1)
         },
     },
@@ -544,7 +547,7 @@ const CLASSES: &[Class] = &[
         setup: |ring, _| {
             let chunk = post_split_head(ring)?;
             // Numbered as neither the head (5) nor the record after it (6, as RM numbers).
-            let cont = ring.element(OurFunction::ContinuationRecord.into(), 9, &chunk[..10])?;
+            let cont = ring.element(OurFunction::CONTINUATION_RECORD.into(), 9, &chunk[..10])?;
             ring.post(&cont, 1)
         },
     },
@@ -556,7 +559,7 @@ const CLASSES: &[Class] = &[
             let chunk = post_split_head(ring)?;
             for len in [10, 20] {
                 let cont =
-                    ring.element(OurFunction::ContinuationRecord.into(), 5, &chunk[..len])?;
+                    ring.element(OurFunction::CONTINUATION_RECORD.into(), 5, &chunk[..len])?;
                 ring.post(&cont, 1)?;
             }
             Ok(())
@@ -572,7 +575,7 @@ const CLASSES: &[Class] = &[
         name: "function not the one waited for (GSP_RM_CONTROL)",
         fault: Fault::OtherFunction,
         expect: Expect::Refused,
-        setup: |ring, _| post_edited(ring, FUNCTION, OurFunction::GspRmControl.into(), 1),
+        setup: |ring, _| post_edited(ring, FUNCTION, OurFunction::GSP_RM_CONTROL.into(), 1),
     },
     Class {
         name: "unknown function (0xbad)",
@@ -606,7 +609,7 @@ fn upstream_bench() -> Result<(Ring, Upstream)> {
 /// A fresh bench of our queue.
 fn our_bench() -> Result<(Ring, Ours)> {
     let cmdq: &'static OurCmdq = Pin::static_ref(Box::leak(Box::new(KBox::pin_init(
-        OurCmdq::new(kernel::vdev::device()?),
+        OurCmdq::new(vdev::device()?),
         GFP_KERNEL,
     )?)))
     .get_ref();

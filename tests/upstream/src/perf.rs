@@ -9,7 +9,7 @@
 //! Each round trip is timed on its own with the monotonic clock and the median printed;
 //! a throughput is the parameter bytes sent over the time to send them all and receive
 //! every reply. For the busy figures the driver and the GSP threads are not pinned to
-//! CPUs (`tests/bench` pins them, for its finer figures).
+//! CPUs (`tools/bench` pins them, for its finer figures).
 //!
 //! # The GSP-asleep round trip
 //!
@@ -52,8 +52,17 @@ use std::{
     vec::Vec, //
 };
 
-use kernel::prelude::*;
-use nova_core::gsp::{cmdq::Cmdq as OurCmdq, commands::RmControl};
+use kernel::{
+    prelude::*,
+    time::Delta, //
+};
+use nova_core::gsp::{
+    cmdq::{
+        BenchSeam,
+        Cmdq as OurCmdq, //
+    },
+    commands::RmControl,
+};
 use vgsp::VGSP_CTRL_CMD_ECHO;
 
 use crate::{
@@ -88,7 +97,7 @@ trait Driver {
 impl Driver
     for (
         &crate::gsp::cmdq::Cmdq,
-        &kernel::vdev::SimBar<{ crate::driver::BAR0_SIZE }>,
+        &vdev::SimBar<{ crate::driver::BAR0_SIZE }>,
     )
 {
     fn echo(&mut self, params: &[u8]) -> bool {
@@ -104,12 +113,7 @@ impl Driver
     }
 }
 
-impl Driver
-    for (
-        &OurCmdq,
-        &kernel::vdev::SimBar<{ crate::driver::BAR0_SIZE }>,
-    )
-{
+impl Driver for (&OurCmdq, &vdev::SimBar<{ crate::driver::BAR0_SIZE }>) {
     fn echo(&mut self, params: &[u8]) -> bool {
         let control = RmControl {
             h_client: 0,
@@ -117,8 +121,10 @@ impl Driver
             cmd: VGSP_CTRL_CMD_ECHO,
             params,
         };
+        // As upstream's `send_command` waits, 5 s.
         self.0
-            .send_command(self.1.io(), control)
+            .submit(self.1.io(), &control)
+            .and_then(|reply| reply.wait(Delta::from_secs(5)))
             .is_ok_and(|reply| reply.params[..] == *params)
     }
 }

@@ -53,7 +53,6 @@ use nova_core::gsp::fw::{
     GSPQ_OFFSET,
     GSP_PAGE_SIZE,
     MAX_ELEMENT_PAGES,
-    MSGQ_DATA_OFFSET,
     MSGQ_NUM_PAGES,
     MSGQ_READ_PTR_OFFSET,
     MSGQ_WRITE_PTR_OFFSET,
@@ -207,10 +206,10 @@ fn payload_at(image: &[u8], slot: u32, header: &GspMsgElement) -> Vec<u8> {
     let slots = header.elem_count.min(MAX_ELEMENT_PAGES) as usize;
     let room = (slots * GSP_PAGE_SIZE).saturating_sub(ELEMENT_HEADER_SIZE);
     let len = header.rpc_payload_len().unwrap_or(0).min(room);
-    let Some(ring) = image.get(MSGQ_DATA_OFFSET..MSGQ_DATA_OFFSET + RING_BYTES) else {
+    let Some(ring) = image.get(slot_offset(0)..slot_offset(0) + RING_BYTES) else {
         return Vec::new();
     };
-    let start = slot_offset(slot) - MSGQ_DATA_OFFSET + ELEMENT_HEADER_SIZE;
+    let start = slot_offset(slot) - slot_offset(0) + ELEMENT_HEADER_SIZE;
     ring.iter().cycle().skip(start).take(len).copied().collect()
 }
 
@@ -227,7 +226,7 @@ fn image_message(image: &[u8], slot: u32) -> Option<(u32, Vec<u8>)> {
         let Some(record) = element_at(image, at) else {
             break;
         };
-        if record.rpc.function != u32::from(OurFunction::ContinuationRecord)
+        if record.rpc.function != u32::from(OurFunction::CONTINUATION_RECORD)
             || record.rpc.sequence != head.rpc.sequence
         {
             break;
@@ -335,7 +334,7 @@ mod tests {
             for (i, chunk) in payload.chunks(MAX_ELEMENT_PAYLOAD).enumerate() {
                 let function = match i {
                     0 => *function,
-                    _ => OurFunction::ContinuationRecord.into(),
+                    _ => OurFunction::CONTINUATION_RECORD.into(),
                 };
                 // CAST: a handful of messages.
                 let mut header = GspMsgElement::new(seq, function, sequence as u32, chunk.len());

@@ -19,14 +19,15 @@ use kernel::{
         Device, //
     },
     host::DmaPool,
+    io::register::Register,
     prelude::*,
     time::Delta,
     transmute::{
         AsBytes,
         FromBytes, //
     },
-    vdev::SimBar,
 };
+use vdev::SimBar;
 
 use crate::{
     driver::BAR0_SIZE,
@@ -55,7 +56,7 @@ const POOL_PAGES: usize = 160;
 const GSP_MEM_PAGES: usize = 1 + 2 * 64;
 
 /// Offset of `NV_PGSP_QUEUE_HEAD`, the doorbell, in BAR0.
-const QUEUE_HEAD: usize = 0x0011_0c00;
+const QUEUE_HEAD: usize = <nova_core::gsp::regs::NV_PGSP_QUEUE_HEAD as Register>::OFFSET;
 
 /// Size of `GspMsgElement` (48 bytes) and the RPC header in it (32 bytes).
 const ELEMENT_HEADER: usize = 48;

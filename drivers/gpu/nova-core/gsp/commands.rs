@@ -56,15 +56,12 @@ use crate::num::{
 };
 
 /// Implements [`CommandToGsp`] for `$ty`, a fixed-size command sent as it is (its own
-/// [`CommandToGsp::Command`], no variable payload) and answered with `$reply`;
-/// `$function` is a [`MsgFunction`] variant.
-///
-/// Exported for the test bench's own commands (`nova_testbench::rpc`).
-#[macro_export]
+/// [`CommandToGsp::Command`], no variable payload) of function `$function`, answered with
+/// `$reply`.
 macro_rules! command_as_is {
-    ($ty:ty, $function:ident, $reply:ty) => {
-        impl $crate::gsp::cmdq::CommandToGsp for $ty {
-            const FUNCTION: $crate::gsp::fw::MsgFunction = $crate::gsp::fw::MsgFunction::$function;
+    ($ty:ty, $function:expr, $reply:ty) => {
+        impl CommandToGsp for $ty {
+            const FUNCTION: MsgFunction = $function;
             type Command = Self;
             type Reply = $reply;
 
@@ -75,23 +72,19 @@ macro_rules! command_as_is {
     };
 }
 
-/// Declares `$name`, an answer of the GSP to `$function` (a [`MsgFunction`] variant) whose
-/// payload the driver does not read, and implements [`MessageFromGsp`] for it.
-///
-/// Exported for the test bench's own replies (`nova_testbench::rpc`).
-#[macro_export]
+/// Declares `$name`, an answer of the GSP to `$function` whose payload the driver does not
+/// read, and implements [`MessageFromGsp`] for it.
 macro_rules! empty_reply {
-    ($(#[$doc:meta])* $name:ident, $function:ident) => {
+    ($(#[$doc:meta])* $name:ident, $function:expr) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub struct $name;
 
-        impl $crate::gsp::cmdq::MessageFromGsp for $name {
-            const FUNCTION: $crate::gsp::fw::MsgFunction =
-                $crate::gsp::fw::MsgFunction::$function;
+        impl MessageFromGsp for $name {
+            const FUNCTION: MsgFunction = $function;
             type Message = ();
 
-            fn read(_: &(), _: &[u8]) -> ::kernel::error::Result<Self> {
+            fn read(_: &(), _: &[u8]) -> Result<Self> {
                 Ok(Self)
             }
         }
@@ -108,11 +101,6 @@ pub struct ConfigMirror {
 }
 
 impl ConfigMirror {
-    /// The mirror of Turing, Ampere and Ada GPUs.
-    pub const TU102: Self = Self {
-        base: 0x8_8000,
-        size: 0x1000,
-    };
     /// The mirror of Hopper and Blackwell GPUs.
     pub const GH100: Self = Self {
         base: 0x9_2000,
@@ -148,7 +136,7 @@ pub struct PciFunction {
 
 /// The highest user virtual address the driver announces: 128 TiB less one page, as
 /// upstream does (a fixed value, not any one task's limit).
-pub const MAX_USER_VA: u64 = (1 << 47) - usize_as_u64(GSP_PAGE_SIZE);
+pub(crate) const MAX_USER_VA: u64 = (1 << 47) - usize_as_u64(GSP_PAGE_SIZE);
 
 /// The PCI ids of a device on the path to the GPU (a bus-info block of r570's system
 /// information).
@@ -271,7 +259,7 @@ pub struct GspSetSystemInfo {
     pub pcie_atomics_op_mask: u64,
     /// Memory reserved for a console, in bytes.
     pub console_mem_size: u64,
-    /// The highest user virtual address ([`MAX_USER_VA`]).
+    /// The highest user virtual address (128 TiB less one page, as upstream announces).
     pub max_user_va: u64,
     /// BAR0 offset of the PCI configuration mirror.
     pub pci_config_mirror_base: u32,
@@ -417,7 +405,7 @@ impl GspSetSystemInfo {
     /// Returns the system information for the GPU at `pci`, filled as upstream nova-core
     /// fills it: the bus addresses of BAR0, BAR1 and BAR3, the requester id, the device,
     /// subsystem and revision ids, the chipset's configuration mirror and
-    /// [`MAX_USER_VA`]; `is_primary` and `preserve_video_memory_allocations` 0.
+    /// `MAX_USER_VA`; `is_primary` and `preserve_video_memory_allocations` 0.
     ///
     /// Everything else is zero, as upstream leaves it, and for the same reason: neither
     /// driver has the value. That is the I/O-port BAR, the simulator and notification
@@ -457,7 +445,7 @@ impl Default for GspSetSystemInfo {
     }
 }
 
-command_as_is!(GspSetSystemInfo, GspSetSystemInfo, NoReply);
+command_as_is!(GspSetSystemInfo, MsgFunction::GSP_SET_SYSTEM_INFO, NoReply);
 
 /// The type of a registry value: what an entry's `data` and `length` mean.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -586,7 +574,7 @@ impl SetRegistry {
 }
 
 impl CommandToGsp for SetRegistry {
-    const FUNCTION: MsgFunction = MsgFunction::SetRegistry;
+    const FUNCTION: MsgFunction = MsgFunction::SET_REGISTRY;
     type Command = PackedRegistryTable;
     type Reply = NoReply;
 
@@ -600,7 +588,7 @@ impl CommandToGsp for SetRegistry {
 }
 
 /// The number of frame buffer region slots in [`FbRegionInfo`].
-pub const FB_REGION_SLOTS: usize = 16;
+pub(crate) const FB_REGION_SLOTS: usize = 16;
 
 /// One region of the frame buffer, as the GSP describes it.
 #[repr(C)]
@@ -641,7 +629,7 @@ impl FbRegion {
     /// Returns whether the driver may allocate from the region, by upstream's rule: not
     /// reserved, not protected, fit for compressed and for isochronous surfaces, and
     /// not inverted.
-    pub fn is_usable(&self) -> bool {
+    pub(crate) fn is_usable(&self) -> bool {
         self.reserved == 0
             && self.protected == 0
             && self.support_compressed != 0
@@ -835,13 +823,14 @@ impl GspStaticConfigInfo {
 
     /// Returns the valid frame buffer regions: the first `count`, at most
     /// [`FB_REGION_SLOTS`].
-    pub fn fb_regions(&self) -> &[FbRegion] {
+    pub(crate) fn fb_regions(&self) -> &[FbRegion] {
         let count = usize::try_from(self.fb_regions.count).unwrap_or(usize::MAX);
         &self.fb_regions.regions[..count.min(FB_REGION_SLOTS)]
     }
 
-    /// Returns the regions the driver may allocate from ([`FbRegion::is_usable`]), as
-    /// byte ranges.
+    /// Returns the regions the driver may allocate from, as byte ranges: by upstream's
+    /// rule, those not reserved, not protected, fit for compressed and for isochronous
+    /// surfaces, and not inverted.
     pub fn usable_fb_regions(&self) -> impl Iterator<Item = core::ops::Range<u64>> + '_ {
         self.fb_regions()
             .iter()
@@ -862,15 +851,8 @@ impl Default for GspStaticConfigInfo {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GetGspStaticInfo;
 
-impl GetGspStaticInfo {
-    /// Creates the command.
-    pub fn new() -> Self {
-        Self
-    }
-}
-
 impl CommandToGsp for GetGspStaticInfo {
-    const FUNCTION: MsgFunction = MsgFunction::GetGspStaticInfo;
+    const FUNCTION: MsgFunction = MsgFunction::GET_GSP_STATIC_INFO;
     type Command = GspStaticConfigInfo;
     type Reply = GspStaticConfigInfo;
 
@@ -880,7 +862,7 @@ impl CommandToGsp for GetGspStaticInfo {
 }
 
 impl MessageFromGsp for GspStaticConfigInfo {
-    const FUNCTION: MsgFunction = MsgFunction::GetGspStaticInfo;
+    const FUNCTION: MsgFunction = MsgFunction::GET_GSP_STATIC_INFO;
     type Message = Self;
     const LENGTH: Option<usize> = Some(core::mem::size_of::<Self>());
 
@@ -915,27 +897,12 @@ pub struct GspInitDone {
 }
 
 impl MessageFromGsp for GspInitDone {
-    const FUNCTION: MsgFunction = MsgFunction::GspInitDone;
+    const FUNCTION: MsgFunction = MsgFunction::GSP_INIT_DONE;
     type Message = Self;
     const LENGTH: Option<usize> = Some(core::mem::size_of::<Self>());
 
     fn read(msg: &Self, rest: &[u8]) -> Result<Self> {
         fixed_size(msg, rest)
-    }
-}
-
-/// `UCODE_LIBOS_PRINT`: a line of the GSP's log (sent unasked).
-pub struct LibosPrint {
-    /// The line, as sent.
-    pub line: KVec<u8>,
-}
-
-impl MessageFromGsp for LibosPrint {
-    const FUNCTION: MsgFunction = MsgFunction::UcodeLibosPrint;
-    type Message = ();
-
-    fn read(_: &(), rest: &[u8]) -> Result<Self> {
-        Ok(Self { line: bytes(rest)? })
     }
 }
 
@@ -1001,7 +968,7 @@ pub struct RmControl<'a> {
 }
 
 impl CommandToGsp for RmControl<'_> {
-    const FUNCTION: MsgFunction = MsgFunction::GspRmControl;
+    const FUNCTION: MsgFunction = MsgFunction::GSP_RM_CONTROL;
     type Command = RmControlHeader;
     type Reply = RmControlReply;
 
@@ -1041,7 +1008,7 @@ pub struct RmControlReply {
 }
 
 impl MessageFromGsp for RmControlReply {
-    const FUNCTION: MsgFunction = MsgFunction::GspRmControl;
+    const FUNCTION: MsgFunction = MsgFunction::GSP_RM_CONTROL;
     type Message = RmControlHeader;
 
     /// # Errors
@@ -1084,12 +1051,12 @@ assert_layout!(UnloadingGuestDriver, size 0x8, {
 
 command_as_is!(
     UnloadingGuestDriver,
-    UnloadingGuestDriver,
+    MsgFunction::UNLOADING_GUEST_DRIVER,
     UnloadingGuestDriverReply
 );
 
 empty_reply! {
     /// The GSP's answer to [`UnloadingGuestDriver`]: an empty payload (the r570 firmware's
     /// carries nothing the driver reads either).
-    UnloadingGuestDriverReply, UnloadingGuestDriver
+    UnloadingGuestDriverReply, MsgFunction::UNLOADING_GUEST_DRIVER
 }

@@ -6,8 +6,8 @@
 //! [`Fault`] is the one list of them. Each variant is one class: its errno
 //! ([`Fault::errno`]), its reason in a few words for logs, tools and tests
 //! ([`Fault::reason`]), and what the driver's receive consumes of the ring for it
-//! ([`Fault::consumes`]). The receive returns them ([`crate::gsp::cmdq::Cmdq::last_fault`]
-//! names the last), the element checks both sides share ([`crate::gsp::fw`]) return the
+//! ([`Fault::consumes`]). The receive returns them (the queue's `last_fault` names the
+//! last), the element checks both sides share (`gsp::fw::element`) return the
 //! element classes, and the test suites iterate [`Fault::ALL`]. A new class is one
 //! variant here and the check that finds it.
 
@@ -98,7 +98,7 @@ faults! {
     /// Another wait was receiving and delivered nothing for this one in time.
     NothingDelivered => (ETIMEDOUT, Nothing, Driver, "nothing delivered in time"),
     /// The GSP's write pointer is outside the ring (>= 63). The pointer checks of both
-    /// sides ([`crate::gsp::fw::ring_ptr`]) name it, the other agent's read pointer too;
+    /// sides (`gsp::fw::ring::ring_ptr`) name it, the other agent's read pointer too;
     /// only the receive reports it by its reason.
     PointerOutsideRing => (EIO, Nothing, Gsp, "write pointer outside the ring"),
     /// The GSP's write pointer moved backwards (fewer slots published than before).
@@ -142,7 +142,7 @@ faults! {
     ContinuationWithoutHead => (EIO, Element, Gsp, "continuation record without a head"),
     /// A continuation record of another message after a full element: numbered neither as
     /// the message's first element nor as the one after its last. Not an error: it ends
-    /// the open message, which is whole ([`crate::gsp::fw::Delimiter`]), and is then a
+    /// the open message, which is whole (`gsp::fw::element::Delimiter`), and is then a
     /// stray record ([`Fault::ContinuationWithoutHead`]); no wait gets its errno.
     ContinuationOfAnotherRpc => (EIO, Element, Gsp, "continuation record of another RPC"),
     /// Continuation records past the largest RPC (4 MiB): the message's caller gets the

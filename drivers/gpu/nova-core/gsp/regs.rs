@@ -101,11 +101,4 @@ register! {
     }
 }
 
-/// `NV_PGSP_QUEUE_TAIL(0)`.
-pub const NV_PGSP_QUEUE_TAIL_OFFSET: usize = 0x110c04;
-/// `NV_PGSP_MSGQ_HEAD(0)`.
-pub const NV_PGSP_MSGQ_HEAD_OFFSET: usize = 0x110c80;
-/// `NV_PGSP_MSGQ_TAIL(0)`.
-pub const NV_PGSP_MSGQ_TAIL_OFFSET: usize = 0x110c84;
-
 static_assertions::const_assert!(NV_PGSP_QUEUE_HEAD::OFFSET + size_of::<u32>() <= BAR0_SIZE);

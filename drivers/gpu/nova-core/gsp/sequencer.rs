@@ -194,7 +194,7 @@ impl SeqCmd {
     ///
     /// - `EINVAL` for an unknown opcode.
     /// - `EMSGSIZE` if `words` ends inside the command.
-    pub fn decode(words: &[u32]) -> Result<(Self, usize)> {
+    pub(crate) fn decode(words: &[u32]) -> Result<(Self, usize)> {
         let (&opcode, payload) = words.split_first().ok_or(EMSGSIZE)?;
         let want = match opcode {
             0 | 4 => 2,
@@ -273,7 +273,7 @@ pub struct RunCpuSequencer {
 }
 
 impl MessageFromGsp for RunCpuSequencer {
-    const FUNCTION: MsgFunction = MsgFunction::GspRunCpuSequencer;
+    const FUNCTION: MsgFunction = MsgFunction::GSP_RUN_CPU_SEQUENCER;
     type Message = RunCpuSequencerHeader;
 
     /// Keeps the words after the header as they came, however many; [`run`] checks them
@@ -466,7 +466,7 @@ impl From<&SeqOutcome> for SequencerDone {
 }
 
 impl CommandToGsp for SequencerDone {
-    const FUNCTION: MsgFunction = MsgFunction::GspRunCpuSequencer;
+    const FUNCTION: MsgFunction = MsgFunction::GSP_RUN_CPU_SEQUENCER;
     type Command = Self;
     type Reply = NoReply;
 

@@ -266,14 +266,14 @@ mod imp {
                 word.sleepers -= 1;
             }
             word.locked = true;
-            crate::model::lock_taken(core::ptr::from_ref(self).addr(), word.releases);
+            crate::backend::model::lock_taken(core::ptr::from_ref(self).addr(), word.releases);
         }
 
         pub(super) fn try_lock(&self) -> bool {
             let mut word = self.word();
             let taken = !core::mem::replace(&mut word.locked, true);
             if taken {
-                crate::model::lock_taken(core::ptr::from_ref(self).addr(), word.releases);
+                crate::backend::model::lock_taken(core::ptr::from_ref(self).addr(), word.releases);
             }
             taken
         }
@@ -281,7 +281,7 @@ mod imp {
         pub(super) fn unlock(&self) {
             let mut word = self.word();
             word.releases += 1;
-            crate::model::lock_released(core::ptr::from_ref(self).addr(), word.releases);
+            crate::backend::model::lock_released(core::ptr::from_ref(self).addr(), word.releases);
             word.locked = false;
             let sleepers = word.sleepers;
             drop(word);

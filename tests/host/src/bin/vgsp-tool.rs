@@ -32,14 +32,20 @@ use kernel::{
     time::Delta, //
 };
 use nova_core::gsp::{
-    cmdq::Cmdq,
+    cmdq::{
+        BenchSeam,
+        Cmdq, //
+    },
     fw::{
         GSPQ_OFFSET,
         MSGQ_NUM_PAGES,
         MSGQ_WRITE_PTR_OFFSET, //
     },
 };
-use nova_testbench::rpc::Echo;
+use nova_testbench::{
+    rpc::Echo,
+    ReceiveAny, //
+};
 use vgsp_kunit::fixture::Pair;
 
 /// The size of a `gspq` region.

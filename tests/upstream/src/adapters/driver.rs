@@ -5,7 +5,7 @@
 //!
 //! 7.3's is `&'a pci::Bar<'a, BAR0_SIZE>`, a mapped PCI BAR that derefs to its MMIO view.
 //! The shim has no PCI BARs; a mapped BAR *is* an MMIO view of a sized region there, and
-//! the host's simulated BAR (`kernel::vdev::SimBar::io`) gives exactly this type.
+//! the host's simulated BAR (`vdev::SimBar::io`) gives exactly this type.
 
 use kernel::io::{
     Mmio,

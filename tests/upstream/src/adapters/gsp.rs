@@ -57,13 +57,5 @@ impl<const N: usize> PteArray<N> {
 
 /// The GSP registers `gsp/cmdq.rs` writes.
 pub(crate) mod regs {
-    use kernel::io::register;
-
-    register! {
-        /// `NV_PGSP_QUEUE_HEAD(0)`: a write interrupts the GSP to look at its command
-        /// queue.
-        pub(crate) NV_PGSP_QUEUE_HEAD(u32) @ 0x0011_0c00 {
-            31:0    address;
-        }
-    }
+    pub(crate) use nova_core::gsp::regs::NV_PGSP_QUEUE_HEAD;
 }

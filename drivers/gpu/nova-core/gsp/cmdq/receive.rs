@@ -1,25 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The receive: taking elements off `gspq`, checking them on their copy and
-//! reassembling split messages (see "Split RPCs" and "Errors on receive" in the
-//! [`super`] documentation).
+//! reassembling split messages into [`GspMessage`]s (see "Split RPCs" and "Errors on
+//! receive" in the `cmdq` documentation).
 //!
-//! Messages are delimited by [`Delimiter`], the rule the virtual GSP's receive uses too.
+//! Messages are delimited by [`Delimiter`], the rule the virtual GSP's receive uses too,
+//! and each element is checked as the virtual GSP checks one ([`check_elem_count`],
+//! [`validate_header`], [`verify_checksum`]).
 //!
 //! # Memory
 //!
 //! No element is lost for want of memory. Each element is copied out of the ring and
 //! checked without an allocation: straight into the message's buffer when it has room
-//! already (a buffer given back, [`Cmdq::recycle`], or one reserved for the whole message),
-//! else into a buffer of one element's payload that the queue allocates when it is
-//! created. The room the message's buffer then needs (for a head, the whole message where
-//! its length is expected; for a continuation record, its chunk) is reserved before the
-//! element is consumed. If it cannot be had, nothing is consumed: the receive fails with
-//! `ENOMEM` ([`Fault::NoMemory`]), the element stays on the ring, a message half
+//! already (a buffer given back by `Cmdq::recycle`, or one reserved for the whole
+//! message), else into a buffer of one element's payload that the queue allocates when it
+//! is created. The room the message's buffer then needs (for a head, the whole message
+//! where its length is expected; for a continuation record, its chunk) is reserved before
+//! the element is consumed. If it cannot be had, nothing is consumed: the receive fails
+//! with `ENOMEM` ([`Fault::NoMemory`]), the element stays on the ring, a message half
 //! reassembled stays in the queue's state, and the next receive resumes where this one
 //! stopped.
-//!
-//! [`Cmdq::recycle`]: super::Cmdq::recycle
 
 use kernel::{
     alloc::AllocError,
@@ -35,24 +35,67 @@ use super::{
         Budget,
         RECORD_TIMEOUT, //
     },
-    GspMessage,
-    MsgqSignal, //
 };
 use crate::gsp::{
     fault::Fault,
     fw::{
-        self,
-        Delimiter,
+        element::{
+            check_elem_count,
+            is_continuation,
+            validate_header,
+            verify_checksum,
+            Delimiter,
+            Next, //
+        },
+        ring::ReadCursor,
         GspMsgElement,
-        Next,
-        ReadCursor,
+        MsgFunction,
         ELEMENT_HEADER_SIZE,
-        MAX_ELEMENT_PAGES,
         MAX_ELEMENT_PAYLOAD,
         MAX_RPC_PAYLOAD,
-        MSGQ_NUM_PAGES, //
+        NV_OK, //
     },
 };
+
+/// A message received from the GSP, continuation records reassembled.
+///
+/// The function is kept as the raw number of the wire, which may be one the driver does
+/// not know; [`GspMessage::function()`] types it.
+#[derive(Debug)]
+pub struct GspMessage {
+    /// The function number, as received.
+    pub function: u32,
+    /// The RPC sequence number (a reply carries its command's).
+    pub sequence: u32,
+    /// The element sequence number of the (head) element.
+    pub seq_num: u32,
+    /// `rpc_result`.
+    pub rpc_result: u32,
+    /// Slots consumed, continuation records included.
+    pub elem_count: u32,
+    /// The payload.
+    pub payload: KVec<u8>,
+}
+
+impl GspMessage {
+    /// Returns the message's function, which may be one the driver does not know.
+    pub fn function(&self) -> MsgFunction {
+        MsgFunction(self.function)
+    }
+}
+
+/// What tells the driver that the GSP has posted a message: an interrupt the GSP raises
+/// after advancing its write pointer.
+///
+/// Receives then sleep until the count moves instead of polling the queue; the count is
+/// read before the queue is looked at, so a message posted in between is not missed.
+pub trait MsgqSignal: Sync {
+    /// Returns the number of signals so far, with acquire semantics.
+    fn count(&self) -> u64;
+
+    /// Sleeps until the count differs from `seen` or `timeout` passes.
+    fn wait(&self, seen: u64, timeout: Delta);
+}
 
 /// Why a receive from the ring gave no message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,13 +168,12 @@ fn check_copy(
 ) -> Result<(), Fault> {
     mem.read_element_bytes(ring, ELEMENT_HEADER_SIZE, copy)
         .map_err(|_| Fault::ElementOutsideSharedMemory)?;
-    fw::verify_checksum(header, copy)?;
+    verify_checksum(header, copy)?;
     if let Some(last) = last {
         // Forward jumps are allowed: slots dropped undelimited had numbers too. The GSP's
         // side (`vgsp::commands`) demands the next number exactly, as r570's receive does:
         // the driver never drops a slot it published, and the element copy and its checks
-        // are otherwise the same on both sides (`fw::validate_header`,
-        // `fw::verify_checksum`).
+        // are otherwise the same on both sides (`fw::element`).
         if header.seq_num.wrapping_sub(last).wrapping_sub(1) >= 1 << 31 {
             return Err(Fault::SequenceWentBack);
         }
@@ -139,9 +181,7 @@ fn check_copy(
     Ok(())
 }
 
-/// The payload lengths the readers of messages expect ([`Replies::expected_len`]).
-///
-/// [`Replies::expected_len`]: super::replies::Replies::expected_len
+/// The payload lengths the readers of messages expect (the queue's delivery answers).
 pub(super) trait Expected {
     /// Returns the payload length expected of the message of `function` and
     /// `rpc.sequence`, if a reader expects one.
@@ -178,7 +218,7 @@ impl Partial {
     /// reports an error (`rpc_result`) carries none of its type's payload, and is taken as
     /// it is.
     fn finish(self) -> Result<GspMessage, RxError> {
-        if self.delimiter.is_short() && self.head.rpc.rpc_result == fw::NV_OK {
+        if self.delimiter.is_short() && self.head.rpc.rpc_result == NV_OK {
             return Err(RxError::Rejected(
                 Fault::MessageShorterThanExpected,
                 self.head.rpc.function,
@@ -196,7 +236,7 @@ impl Partial {
     }
 }
 
-/// The receiving half of the queue, under [`Cmdq`](super::Cmdq)'s `rx` lock, held by the receiver.
+/// The receiving half of the queue, under the queue's `rx` lock, held by the receiver.
 ///
 /// # Invariants
 ///
@@ -211,10 +251,8 @@ pub(super) struct CmdqRx {
     partial: Option<Partial>,
     /// What tells the driver that the GSP posted a message, if anything does.
     pub(super) signal: Option<&'static dyn MsgqSignal>,
-    /// The buffer of a message already read, given back ([`Cmdq::recycle`]): the next
+    /// The buffer of a message already read, given back (`Cmdq::recycle`): the next
     /// message is received into it, without an allocation while it is large enough.
-    ///
-    /// [`Cmdq::recycle`]: super::Cmdq::recycle
     pub(super) spare: KVec<u8>,
     /// The payload of the element being received, copied out of the ring and checked
     /// here before anything is allocated for it.
@@ -230,7 +268,7 @@ impl CmdqRx {
     pub(super) fn new() -> Result<Self> {
         // INVARIANT: nothing is known; `element` is made `MAX_ELEMENT_PAYLOAD` long.
         Ok(Self {
-            ring: ReadCursor::new(),
+            ring: ReadCursor::default(),
             rx_seq: None,
             partial: None,
             signal: None,
@@ -242,7 +280,7 @@ impl CmdqRx {
     /// Moves the read pointer to `read_ptr`, within the ring, and forgets what was known
     /// of the GSP's progress and of the messages in flight.
     pub(super) fn resume_at(&mut self, mem: &DmaGspMem, read_ptr: u32) {
-        let delta = (read_ptr + MSGQ_NUM_PAGES - self.ring.read_ptr()) % MSGQ_NUM_PAGES;
+        let delta = self.ring.slots_to(read_ptr);
         mem.advance_cpu_read_ptr(&mut self.ring, delta);
         self.ring.forget_published();
         self.rx_seq = None;
@@ -343,13 +381,7 @@ impl CmdqRx {
         available: u32,
         payload: &mut KVec<u8>,
     ) -> Result<(GspMsgElement, usize, Chunk), Fault> {
-        let undelimited = match raw.elem_count {
-            0 => Some(Fault::ElementCountZero),
-            n if n > MAX_ELEMENT_PAGES => Some(Fault::ElementCountAbove16),
-            n if n > available => Some(Fault::ElementCountBeyondPublished),
-            _ => None,
-        };
-        if let Some(fault) = undelimited {
+        if let Err(fault) = check_elem_count(raw.elem_count, available) {
             // The element cannot be delimited: drop everything published.
             self.consume(mem, available);
             return Err(fault);
@@ -375,7 +407,7 @@ impl CmdqRx {
         raw: &GspMsgElement,
         payload: &mut KVec<u8>,
     ) -> Result<(GspMsgElement, usize, Chunk), Fault> {
-        let (header, chunk_len) = fw::validate_header(raw.as_bytes(), raw.elem_count)?;
+        let (header, chunk_len) = validate_header(raw.as_bytes(), raw.elem_count)?;
         let start = payload.len();
         // Within the capacity: this does not allocate, and cannot fail.
         let placed = payload.capacity() - start >= chunk_len
@@ -470,7 +502,7 @@ impl CmdqRx {
                     None => continue,
                 }
             }
-            if fw::is_continuation(&raw) {
+            if is_continuation(&raw) {
                 return Err(self.skip_stray(mem, &raw, available));
             }
             if let Some(msg) = self.receive_head(mem, &raw, available, expected)? {

@@ -2,7 +2,7 @@
 
 //! The ring accessors: the CPU's view of the shared memory, its pointer loads and stores
 //! and their barriers. A change of the queue's ordering touches this file and its
-//! partner on the GSP's side (`drivers/gpu/vgsp/msgq.rs` and `outbox.rs`).
+//! partner on the GSP's side (`drivers/gpu/vgsp/gsp/msgq.rs` and `outbox.rs`).
 
 use kernel::{
     device::{
@@ -30,18 +30,21 @@ use kernel::{
 
 use crate::gsp::fw::{
     self,
+    ring::{
+        for_each_ring_piece,
+        ring_ptr,
+        ReadCursor,
+        WriteCursor, //
+    },
     GspMem,
-    MsgqTxHeader,
-    ReadCursor,
-    WriteCursor, //
+    MsgqTxHeader, //
 };
 
 /// The CPU's view of [`GspMem`]: the coherent allocation and the pointer accessors.
 ///
-/// The accessors of the `cpuq` side take the [`WriteCursor`] kept under
-/// [`Cmdq`](super::Cmdq)'s `tx` lock, those of the `gspq` side the [`ReadCursor`] kept
-/// under its `rx` lock: each half is used by one thread at a time, and the other half
-/// meanwhile by another.
+/// The accessors of the `cpuq` side take the [`WriteCursor`] kept under the queue's `tx`
+/// lock, those of the `gspq` side the [`ReadCursor`] kept under its `rx` lock: each half
+/// is used by one thread at a time, and the other half meanwhile by another.
 pub(crate) struct DmaGspMem {
     pub(super) mem: Coherent<GspMem>,
 }
@@ -79,7 +82,7 @@ impl DmaGspMem {
         // GSP may still be reading. `Read` would order only later loads, so this is `Full`.
         // Pairs with the GSP's `dma_mb(Full)` before it stores its read pointer.
         dma_mb(Full);
-        Ok(fw::ring_ptr(ptr)?)
+        Ok(ring_ptr(ptr)?)
     }
 
     /// Returns the GSP's write pointer into `gspq`, with acquire semantics for the loads
@@ -90,20 +93,22 @@ impl DmaGspMem {
     /// - `EIO` if the GSP published a pointer outside the ring.
     pub(super) fn gsp_write_ptr(&self) -> Result<u32> {
         let ptr = io_read!(self.mem, .gspq.tx.write_ptr);
-        // ORDERING: LOAD->LOAD. Orders this load of the GSP's write pointer before our loads
+        // ORDERING: [gsp-wptr-acquire]
+        // LOAD->LOAD. Orders this load of the GSP's write pointer before our loads
         // of the `gspq` slots it publishes. The driver never stores to `gspq` slots, and its
         // one store that follows (the read pointer) is ordered by the `Full` in
         // `advance_cpu_read_ptr`, so `Read` suffices. Pairs with the GSP's `dma_mb(Write)`
         // before it stores its write pointer.
         dma_mb(Read);
-        Ok(fw::ring_ptr(ptr)?)
+        Ok(ring_ptr(ptr)?)
     }
 
     /// Publishes `elem_count` slots written at `ring`'s write pointer, with release
     /// semantics.
     pub(super) fn advance_cpu_write_ptr(&self, ring: &mut WriteCursor, elem_count: u32) {
         let wptr = ring.next_write(elem_count);
-        // ORDERING: STORE->STORE. Orders our stores of the element (header and payload in
+        // ORDERING: [cpu-wptr-release]
+        // STORE->STORE. Orders our stores of the element (header and payload in
         // the `cpuq` slots) before the store of the write pointer that publishes them. The
         // only earlier load, of the GSP's read pointer, is already ordered by the `Full` in
         // `gsp_read_ptr`, so `Write` suffices. Pairs with the GSP's `dma_mb(Read)` after it
@@ -139,7 +144,7 @@ impl DmaGspMem {
         bytes: &[u8],
     ) -> Result {
         let start = ring.write_offset(pos);
-        fw::for_each_ring_piece(start, bytes.len(), |ring_off, range| {
+        for_each_ring_piece(start, bytes.len(), |ring_off, range| {
             // The slots written were acquired by `gsp_read_ptr` as free (the caller's duty);
             // the GSP does not read them until the write pointer publishes them.
             io_project!(self.mem, .cpuq.msgq.data[try: ring_off..ring_off + range.len()])
@@ -158,7 +163,7 @@ impl DmaGspMem {
     ) -> Result {
         let start = ring.read_offset(pos);
         let len = dst.len();
-        fw::for_each_ring_piece(start, len, |ring_off, range| {
+        for_each_ring_piece(start, len, |ring_off, range| {
             // The slots read were published by the GSP (acquired by `gsp_write_ptr`) and are
             // not handed back before `advance_cpu_read_ptr`. A misbehaving GSP may still
             // change them; every use is of this copy, checked.

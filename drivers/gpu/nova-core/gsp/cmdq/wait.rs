@@ -13,14 +13,14 @@ use kernel::{
     },
 };
 
-/// How long a command waits for ring space by default.
-pub const SEND_TIMEOUT: Delta = Delta::from_secs(1);
+/// How long a command waits for ring space.
+pub(crate) const SEND_TIMEOUT: Delta = Delta::from_secs(1);
 /// How long a receive waits for the element after a full one, whatever is left of its
 /// caller's timeout, a zero timeout included: if none comes, the message is whole
 /// ([`Delimiter`]). The GSP writes a split message's records one after the other, so one
 /// that is coming comes well within it.
 ///
-/// [`Delimiter`]: crate::gsp::fw::Delimiter
+/// [`Delimiter`]: crate::gsp::fw::element::Delimiter
 pub const RECORD_TIMEOUT: Delta = Delta::from_millis(100);
 /// How long a wait looks at the queue back to back before it starts to sleep: a busy GSP
 /// answers within it, and then the wait adds no latency.
@@ -37,16 +37,16 @@ pub const NAP: Delta = Delta::from_micros(50);
 ///
 /// One budget covers a whole wait, however many messages it receives on the way: a
 /// caller that skips events (log lines, say) until its reply arrives keeps passing the
-/// same budget ([`Cmdq::receive_any_skipping`]), so no stream of events can hold it
-/// beyond its timeout.
-pub(crate) struct Budget {
+/// same budget (`Cmdq::receive`), so no stream of events can hold it beyond its timeout.
+pub struct Budget {
     timeout: Delta,
     start: Option<Instant<Monotonic>>,
 }
 
 impl Budget {
-    /// Creates a budget of `timeout`; the clock starts at the first [`Budget::left`].
-    pub(crate) fn new(timeout: Delta) -> Self {
+    /// Creates a budget of `timeout`; the clock starts at the first look that finds the
+    /// queue not ready.
+    pub fn new(timeout: Delta) -> Self {
         Self {
             timeout,
             start: None,
