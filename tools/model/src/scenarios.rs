@@ -159,7 +159,7 @@ pub struct Scenario {
     /// the driver then expects only that many replies.
     pub gsp_budget: Option<u64>,
     /// Echo payload lengths a second caller sends on a thread of its own, each with
-    /// [`Cmdq::send_command`], while the main thread sends `commands` the same way; the
+    /// [`Cmdq::submit`] and its wait, while the main thread sends `commands` the same way; the
     /// unasked `early_events` then go to a handler. Empty: the main thread alone sends,
     /// with [`Cmdq::post`], and receives every message itself.
     pub second_caller: &'static [usize],

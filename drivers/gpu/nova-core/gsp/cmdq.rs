@@ -37,7 +37,7 @@
 //!
 //! This is the project's one barrier table; the GSP's side mirrors each row.
 //!
-//! The doorbell is written with `writel` semantics ([`kernel::io::Io::write32`]), which
+//! The doorbell is written with `writel` semantics ([`kernel::io::Io::write_reg`]), which
 //! orders it after the write-pointer store.
 //!
 //! What one caller learnt of the GSP's pointers, the next caller on the same ring uses

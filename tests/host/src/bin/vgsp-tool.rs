@@ -12,7 +12,7 @@
 //! - `ok seq=<seqNum> function=<u32> len=<payload bytes> elems=<slots consumed>` (a
 //!   reassembled continuation counts as one line with the total length). Each receive
 //!   has a zero timeout; a message whose last element is full with nothing published
-//!   after it is whole after the grace, `RECORD_TIMEOUT` (`nova_core::gsp::fw::Delimiter`);
+//!   after it is whole after the grace, `RECORD_TIMEOUT` (`nova_core::gsp::fw::element::Delimiter`);
 //! - `err <ERRNO> <reason>`;
 //!
 //! then `end rptr=<n>`. Exit status 0 for any content; 2 with a message for an

@@ -57,9 +57,9 @@ registers! {
     /// The GSP falcon's interrupt-clear register.
     NV_PGSP_FALCON_IRQSCLR @ 0x0011_0004, "the GSP's SWGEN0 interrupt cleared at probe";
     /// The GSP falcon's first mailbox.
-    NV_PGSP_FALCON_MAILBOX0 @ 0x0011_0040, "boot-parameters address low, then 0, then an error or the suspended bit";
+    NV_PGSP_FALCON_MAILBOX0 @ vgsp::FALCON_MAILBOX0, "boot-parameters address low, then 0, then an error or the suspended bit";
     /// The GSP falcon's second mailbox.
-    NV_PGSP_FALCON_MAILBOX1 @ 0x0011_0044, "boot-parameters address high, then 0";
+    NV_PGSP_FALCON_MAILBOX1 @ vgsp::FALCON_MAILBOX1, "boot-parameters address high, then 0";
     /// The GSP falcon's OS register.
     NV_PGSP_FALCON_OS @ 0x0011_0080, "the bootloader's application version, written before the GSP runs";
     /// The GSP falcon's second hardware configuration register.
