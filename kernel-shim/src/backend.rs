@@ -70,6 +70,7 @@ pub(crate) use dma_pool::DmaPool as DevicePool;
 
 /// The pool a device's coherent memory may come from: none in this build.
 #[cfg(not(all(feature = "host", not(loom))))]
+#[derive(Debug)]
 pub(crate) enum DevicePool {}
 
 #[cfg(not(all(feature = "host", not(loom))))]

@@ -81,7 +81,7 @@ impl DeviceContext for Bound {}
 pub struct Device<Ctx: DeviceContext = Normal> {
     name: &'static str,
     refs: AtomicUsize,
-    #[cfg(all(feature = "host", not(loom)))]
+    /// The pool coherent allocations come from: only the host's devices have one.
     dma_pool: Option<&'static DevicePool>,
     _ctx: PhantomData<Ctx>,
 }
@@ -95,7 +95,6 @@ impl Device<Bound> {
         Self {
             name,
             refs: AtomicUsize::new(0),
-            #[cfg(all(feature = "host", not(loom)))]
             dma_pool: None,
             _ctx: PhantomData,
         }
@@ -139,10 +138,7 @@ impl<Ctx: DeviceContext> Device<Ctx> {
     /// Returns the pool the device's coherent memory comes from, in every build: `None`
     /// where devices have none.
     pub(crate) fn coherent_pool(&self) -> Option<&'static DevicePool> {
-        #[cfg(all(feature = "host", not(loom)))]
-        return self.dma_pool;
-        #[cfg(not(all(feature = "host", not(loom))))]
-        None
+        self.dma_pool
     }
 }
 
@@ -160,7 +156,6 @@ impl<Ctx: DeviceContext> core::fmt::Debug for Device<Ctx> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let mut f = f.debug_struct("Device");
         f.field("name", &self.name);
-        #[cfg(all(feature = "host", not(loom)))]
         f.field("dma_pool", &self.dma_pool);
         f.finish()
     }

@@ -240,8 +240,6 @@ pub mod tests {
         assert_eq!(offset_of!(GspSetSystemInfo, max_user_va), 0x48);
         assert_eq!(offset_of!(GspSetSystemInfo, pci_config_mirror_base), 0x50);
         assert_eq!(offset_of!(GspSetSystemInfo, pci_device_id), 0x58);
-        assert_eq!(offset_of!(GspSetSystemInfo, acpi_method_data), 0xa0);
-        assert_eq!(offset_of!(GspSetSystemInfo, vf_info), 0x358);
         assert_eq!(offset_of!(GspSetSystemInfo, is_primary), 0x380);
         assert_eq!(offset_of!(GspSetSystemInfo, host_page_size), 0x398);
     }

@@ -117,7 +117,7 @@ fn run_root(cache: &Path, base: &Path, repo: &Path) -> Result<PathBuf, String> {
         .arg(repo)
         .arg(&checkout))?;
     // rustup's proxies are rustup itself under the tools' names.
-    let host_bin = home()?.join(".cargo/bin");
+    let host_bin = util::home()?.join(".cargo/bin");
     let bin = inside("/root/.cargo/bin");
     fs::create_dir_all(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
     fs::copy(host_bin.join("rustup"), bin.join("rustup"))
@@ -184,13 +184,6 @@ fn run_root(cache: &Path, base: &Path, repo: &Path) -> Result<PathBuf, String> {
     Ok(root)
 }
 
-/// Returns the home directory of the user running this.
-fn home() -> Result<PathBuf, String> {
-    env::var_os("HOME")
-        .map(PathBuf::from)
-        .ok_or_else(|| "HOME is not set".into())
-}
-
 /// Returns whether the host's environment variable `name` is the machine's, not the
 /// project's or this session's: where its certificates are, its proxies, rustup's policy.
 fn passed_through(name: &str) -> bool {
@@ -206,7 +199,7 @@ fn passed_through(name: &str) -> bool {
 fn run_inside(root: &Path, script: &str) -> Result<bool, String> {
     let rustup_home = env::var_os("RUSTUP_HOME")
         .map(PathBuf::from)
-        .map_or_else(|| home().map(|h| h.join(".rustup")), Ok)?;
+        .map_or_else(|| util::home().map(|h| h.join(".rustup")), Ok)?;
     let at = |p: &str| cstring(&root.join(p.trim_start_matches('/')));
     let mounts = vec![
         Mount {

@@ -13,8 +13,8 @@
 //! killed when that run fails.
 //!
 //! The seed's two barriers are found by the markers of their `// ORDERING:` comments
-//! (`// ORDERING: [NAME] …`, [`SEED_WRITE`] and [`SEED_READ`] in [`SEED_FILE`]; the syntax
-//! is in `tools/model/README.md`), not by the functions they are in.
+//! (the `ordering-marker` crate, `tools/marker`, shared with the loom scenarios), not by
+//! the functions they are in.
 //!
 //! A surviving mutant fails the command unless the barrier's `// ORDERING:` comment
 //! explains it with `Survives <kind>: <reason>` (kinds: `delete`, `weaken-read`,
@@ -46,12 +46,12 @@ use crate::util;
 /// The sources whose ordering points are mutated.
 const SOURCES: &[&str] = &["drivers/gpu/nova-core", "drivers/gpu/vgsp/gsp"];
 
-/// The file of the seed's two barriers.
-const SEED_FILE: &str = "drivers/gpu/nova-core/gsp/cmdq/ring.rs";
-/// The marker of the driver's barrier before it stores its write pointer.
-const SEED_WRITE: &str = "cpu-wptr-release";
-/// The marker of the driver's barrier after it loads the GSP's write pointer.
-const SEED_READ: &str = "gsp-wptr-acquire";
+use ordering_marker::{
+    marker_of,
+    CPU_WPTR_RELEASE as SEED_WRITE,
+    GSP_WPTR_ACQUIRE as SEED_READ,
+    SEED_FILE, //
+};
 
 /// One barrier in the source.
 #[derive(Clone, Debug)]
@@ -106,15 +106,6 @@ fn is_access(line: &str) -> bool {
             || code.contains(".write32("))
 }
 
-/// Returns the name of the marker a comment line (without its `//`) starts with:
-/// `ORDERING: [NAME]`, NAME of lowercase letters, digits and `-`.
-fn marker(line: &str) -> Option<&str> {
-    let rest = line.strip_prefix("ORDERING:")?;
-    let (name, _) = rest.trim_start().strip_prefix('[')?.split_once(']')?;
-    let valid = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
-    (!name.is_empty() && name.chars().all(valid)).then_some(name)
-}
-
 /// Finds the ordering points of one file.
 fn points_in(root: &Path, file: &Path) -> Result<Vec<Point>, String> {
     let rel = file
@@ -146,7 +137,7 @@ fn points_of(rel: &str, text: &str) -> Result<Vec<Point>, String> {
             j -= 1;
             comment.insert(0, lines[j].trim_start().trim_start_matches("//").trim());
         }
-        let marker = comment.iter().find_map(|l| marker(l)).map(String::from);
+        let marker = marker_of(&lines, i).map(String::from);
         let comment = comment.join(" ");
         if !comment.contains("ORDERING:") {
             return Err(format!(
@@ -526,9 +517,6 @@ mod tests {
             markers,
             [Some("cpu-wptr-release"), Some("gsp-wptr-acquire"), None]
         );
-        assert_eq!(marker("ORDERING: [a-1] STORE->STORE."), Some("a-1"));
-        assert_eq!(marker("ORDERING: STORE->STORE [a]."), None);
-        assert_eq!(marker("ORDERING: [A] x"), None);
     }
 
     #[test]

@@ -283,7 +283,7 @@ impl Stamp {
 }
 
 /// Returns `<cache>/qemu-11`.
-fn home() -> Result<PathBuf, String> {
+fn qemu_dir() -> Result<PathBuf, String> {
     Ok(util::cache()?.join(format!("qemu-{MAJOR}")))
 }
 
@@ -309,7 +309,7 @@ pub(crate) fn arch_of(package: &str) -> Option<&'static str> {
 /// there (no fetch). It runs only through [`system`].
 pub(crate) fn installed(package: &str) -> Option<PathBuf> {
     let target = Target::of_package(package)?;
-    let root = home().ok()?.join("root");
+    let root = qemu_dir().ok()?.join("root");
     is_ready(&root, target).then(|| root.join(target.program()))
 }
 
@@ -743,14 +743,14 @@ fn fetch(root: &Path, wanted: &[&'static Target]) -> Result<(), String> {
 /// - The fetched QEMU does not start, is not 11.x, or has no `vfio-user-pci`.
 pub(crate) fn root(arch: &str) -> Result<PathBuf, String> {
     let target = Target::of_arch(arch)?;
-    let root = home()?.join("root");
+    let root = qemu_dir()?.join("root");
     if is_ready(&root, target) {
         return Ok(root);
     }
     // One fetch at a time: a fetch replaces the whole root, which another command may be
     // about to fetch too.
-    let lock_path = home()?.join("fetch.lock");
-    fs::create_dir_all(home()?).map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    let lock_path = qemu_dir()?.join("fetch.lock");
+    fs::create_dir_all(qemu_dir()?).map_err(|e| format!("{}: {e}", lock_path.display()))?;
     let lock = fs::File::create(&lock_path).map_err(|e| format!("{}: {e}", lock_path.display()))?;
     lock.lock()
         .map_err(|e| format!("{}: {e}", lock_path.display()))?;

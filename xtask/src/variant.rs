@@ -161,24 +161,6 @@ fn apply(file: &str, text: &str, edits: &[Edit]) -> Result<String, String> {
     Ok(out)
 }
 
-/// Copies `from` to `to`, leaving out `target` directories.
-fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
-    fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
-    for entry in fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
-        let entry = entry.map_err(|e| format!("{}: {e}", from.display()))?;
-        let path = entry.path();
-        let dest = to.join(entry.file_name());
-        if path.is_dir() {
-            if entry.file_name() != "target" {
-                copy_dir(&path, &dest)?;
-            }
-        } else {
-            fs::copy(&path, &dest).map_err(|e| format!("{}: {e}", path.display()))?;
-        }
-    }
-    Ok(())
-}
-
 /// `cargo xtask variant-tree NAME DIR`.
 ///
 /// # Errors
@@ -202,7 +184,7 @@ pub(crate) fn variant_tree(args: &[String]) -> Result<bool, String> {
         fs::copy(root.join(f), dir.join(f)).map_err(|e| format!("{f}: {e}"))?;
     }
     for d in DIRS {
-        copy_dir(&root.join(d), &dir.join(d))?;
+        util::copy_dir(&root.join(d), &dir.join(d), &["target"])?;
     }
     for (file, edits) in &edits {
         let text = fs::read_to_string(root.join(file)).map_err(|e| format!("{file}: {e}"))?;

@@ -60,17 +60,16 @@ use crate::gsp::{
 /// How long the bring-up waits for each answer of the GSP.
 pub(crate) const BOOT_TIMEOUT: Delta = Delta::from_secs(5);
 
-/// The registry keys the driver hands the GSP at boot: upstream's (which adds
-/// `RMSetSriovMode` only when vGPU is enabled, which this driver does not do).
+/// The registry keys handed to the GSP at boot: upstream's, without vGPU's
+/// `RMSetSriovMode`.
 pub(crate) const BOOT_REGISTRY: &[(&str, u32)] = &[
     ("RMSecBusResetEnable", 1),
     ("RMForcePcieConfigSave", 1),
     ("RMDevidCheckIgnore", 1),
 ];
 
-/// The GSP's log: `UCODE_LIBOS_PRINT` and `OS_ERROR_LOG` events, printed as they come by
-/// whichever wait takes them off the ring. [`Gsp::new`] registers it; the queue counts the
-/// lines ([`Gsp::log_lines`]).
+/// Prints the GSP's log events (`UCODE_LIBOS_PRINT`, `OS_ERROR_LOG`) as they come;
+/// registered by [`Gsp::new`], counted by [`Gsp::log_lines`].
 struct GspLog;
 
 impl EventHandler for GspLog {
@@ -91,28 +90,26 @@ static GSP_LOG: GspLog = GspLog;
 /// The events of the GSP's log, which [`GSP_LOG`] handles.
 const LOG_FUNCTIONS: [MsgFunction; 2] = [MsgFunction::UCODE_LIBOS_PRINT, MsgFunction::OS_ERROR_LOG];
 
-/// The GSP as the driver sees it. Shared by reference by the driver's threads, as its
-/// [`Cmdq`] is.
+/// The GSP, shared by reference by the driver's threads.
 #[pin_data]
 pub struct Gsp {
     /// The command queue.
     #[pin]
     cmdq: Cmdq,
-    /// The boot arguments left for the GSP (r570's `GSP_ARGUMENTS_CACHED`): where its
-    /// queues are. The firmware finds them there; so does the virtual GSP
-    /// (`vgsp::Vgsp::locate`).
+    /// The boot arguments naming the GSP's queues (r570's `GSP_ARGUMENTS_CACHED`), read by
+    /// the firmware and by `vgsp::Vgsp::locate`.
     args: Coherent<GspArgumentsCached>,
 }
 
 impl Gsp {
-    /// Allocates the shared memory, initialises the queues, fills the boot arguments that
-    /// name them, and registers the handler that prints the GSP's log.
+    /// Allocates and initialises the queues and their boot arguments, and registers the
+    /// log handler.
     ///
     /// # Errors
     ///
     /// - `ENOMEM` if the memory cannot be had.
     pub fn new(dev: &Device<Bound>) -> impl PinInit<Self, Error> + '_ {
-        // Both allocations are made now; the initialiser places them.
+        // Allocate both now; the initialiser places them.
         let mem = CoherentBox::<GspMem>::zeroed(dev, GFP_KERNEL).map(Coherent::from);
         let args = mem.as_ref().map_err(|e| *e).and_then(|mem| {
             let mut args = CoherentBox::<GspArgumentsCached>::zeroed(dev, GFP_KERNEL)?;
@@ -131,14 +128,13 @@ impl Gsp {
         })
     }
 
-    /// Returns the command queue: the test bench's way to it, whose bench-facing methods
-    /// are [`BenchSeam`](crate::gsp::cmdq::BenchSeam)'s. The driver's own sends and waits
-    /// are [`Gsp::boot`]'s.
+    /// Returns the command queue, for a test bench
+    /// ([`BenchSeam`](crate::gsp::cmdq::BenchSeam)).
     pub fn cmdq(&self) -> &Cmdq {
         &self.cmdq
     }
 
-    /// Returns the boot arguments left for the GSP, which name its queues.
+    /// Returns the boot arguments naming the GSP's queues.
     pub fn args(&self) -> &Coherent<GspArgumentsCached> {
         &self.args
     }
@@ -151,9 +147,8 @@ impl Gsp {
             .sum()
     }
 
-    /// Sends `command` and waits for its reply (upstream's `send_command`); the GSP's log
-    /// lines that arrive meanwhile are printed. The whole wait ends within
-    /// [`Cmdq::RECEIVE_TIMEOUT`].
+    /// Sends `command` and waits up to [`Cmdq::RECEIVE_TIMEOUT`] for its reply
+    /// (upstream's `send_command`).
     ///
     /// # Errors
     ///
@@ -193,10 +188,8 @@ impl Gsp {
         );
     }
 
-    /// Receives messages no one awaits within `budget` until one arrives that is not an
-    /// event the bring-up does not wait for, and logs it. Messages of functions the driver
-    /// does not know are skipped and logged; the whole wait ends within `budget`, however
-    /// many messages arrive.
+    /// Returns and logs the next message no one awaits within `budget`, skipping events
+    /// the bring-up does not wait for and unknown functions.
     ///
     /// # Errors
     ///
@@ -204,9 +197,7 @@ impl Gsp {
     /// - Any other error of [`Cmdq::receive`].
     fn next_message(&self, budget: &mut Budget) -> Result<GspMessage> {
         let msg = self.cmdq.receive(budget, |msg| {
-            // The events the bring-up waits for are returned; any other is passed over
-            // (and counted: its function has no handler, or it would not be here), as is a
-            // message of a function the driver does not know (and logged).
+            // Other events (which have no handler) are counted, unknown functions logged.
             let function = msg.function();
             let awaited = matches!(
                 function,
@@ -231,9 +222,8 @@ impl Gsp {
         Ok(msg)
     }
 
-    /// Runs the CPU sequence of `msg` (`GSP_RUN_CPU_SEQUENCER`) against `bar` and answers
-    /// the GSP with its outcome ([`sequencer`]). A refused sequence is answered too, and
-    /// logged; it does not fail the bring-up, which the GSP decides.
+    /// Runs `msg`'s CPU sequence against `bar` and answers the GSP ([`sequencer`]). A
+    /// refused sequence is answered and logged, not a bring-up failure: the GSP decides.
     ///
     /// # Errors
     ///
@@ -258,10 +248,8 @@ impl Gsp {
         Ok(outcome)
     }
 
-    /// Runs the bring-up sequence: system information (filled from `pci` by
-    /// [`GspSetSystemInfo::new`]) and registry to the GSP, wait for `GSP_INIT_DONE`
-    /// (running the CPU sequences the GSP asks for meanwhile, against `bar`), then query
-    /// the static configuration.
+    /// Runs the bring-up: system information ([`GspSetSystemInfo::new`]) and registry,
+    /// `GSP_INIT_DONE` (running CPU sequences meanwhile), then the static configuration.
     ///
     /// # Errors
     ///

@@ -2,33 +2,23 @@
 
 //! Named integer conversions, in place of bare `as`.
 //!
-//! An `as` between two integer types builds whatever their widths are, so a conversion that
-//! keeps every value today would quietly start dropping bits if one side were narrowed
-//! later. Each helper here builds only where it keeps every value of its source:
+//! An `as` silently drops bits if a type is later narrowed; each helper here builds only
+//! where it keeps every value:
 //!
-//! - `<from>_as_<into>(value)`, a `const fn` per widening (for example `u32_as_usize`):
-//!   for `const` contexts, where trait methods cannot be called.
-//! - [`FromSafeCast`]: the same outside `const`, for the pairs whose width depends on
-//!   the target (`u32` to `usize`, `usize` to `u64`), which `core`'s [`From`] does not
-//!   offer. It is implemented only for the pointer widths on which the conversion keeps
-//!   every value.
-//! - `<from>_into_<into>::<N>()`, a `const fn` per narrowing of a constant (for example
-//!   `usize_into_u32`): the build fails if `N` does not fit the narrower type.
+//! - `<from>_as_<into>(value)`: a `const fn` per widening (`u32_as_usize`).
+//! - [`FromSafeCast`]: the same outside `const`, for pairs whose losslessness depends on
+//!   the pointer width (`u32` to `usize`, `usize` to `u64`).
+//! - `<from>_into_<into>::<N>()`: a `const fn` per narrowing of a constant
+//!   (`usize_into_u32`); the build fails if `N` does not fit.
 //!
-//! Every type here is unsigned. The names and meaning are those of Linux 7.3's
-//! `drivers/gpu/nova-core/num.rs`, for the subset this project uses; a conversion that
-//! truncates on purpose stays an `as` with a `// CAST:` comment. Two differences from
-//! 7.3's:
+//! All types are unsigned. A subset of Linux 7.3's `num.rs`, same names; an intended
+//! truncation stays an `as` with a `// CAST:` comment. Differs from 7.3's on purpose:
 //!
-//! - [`FromSafeCast`] is `pub` (7.3's is `pub(crate)`): the virtual GSP, another crate,
-//!   uses it. The `const fn`s stay `pub(crate)`, and 7.3's `IntoSafeCast`, which nothing
-//!   here uses, is left out.
-//! - The pointer width is read from `target_pointer_width` rather than `CONFIG_64BIT`:
-//!   host builds set no `CONFIG_*`, and both name the same width on the architectures the
-//!   driver builds for (x86_64, arm64).
+//! - [`FromSafeCast`] is `pub`, as the virtual GSP uses it; `IntoSafeCast` is left out.
+//! - The pointer width comes from `target_pointer_width`, not `CONFIG_64BIT`, which host
+//!   builds lack (the same on x86_64 and arm64).
 
-/// Defines one `const fn` per listed widening, named `<from>_as_<into>`; the build fails
-/// if a target is narrower than its source.
+/// Defines a `const fn` `<from>_as_<into>` per listed widening.
 macro_rules! impl_safe_as {
     ($($(#[$attr:meta])* $name:ident: $from:ty => $into:ty;)*) => {
         $(
@@ -42,8 +32,7 @@ macro_rules! impl_safe_as {
                 "`], keeping every value."
             )]
             ///
-            /// For `const` contexts; elsewhere, [`FromSafeCast`] says the same. Only defined
-            /// where the target is at least as wide as the source.
+            /// For `const` contexts; elsewhere use [`FromSafeCast`].
             $(#[$attr])*
             #[inline(always)]
             pub(crate) const fn $name(value: $from) -> $into {
@@ -62,8 +51,7 @@ impl_safe_as! {
     usize_as_u64: usize => u64;
 }
 
-/// Defines one `const fn` per listed narrowing of a constant, named `<from>_into_<into>`;
-/// the build fails if the constant does not fit the target.
+/// Defines a `const fn` `<from>_into_<into>` per listed narrowing of a constant.
 macro_rules! impl_const_into {
     ($($name:ident: $from:ty => $into:ty;)*) => {
         $(
@@ -74,8 +62,7 @@ macro_rules! impl_const_into {
                 stringify!($into), "`]."
             )]
             ///
-            /// The build fails if `N` is larger than the target's maximum, so the result
-            /// always equals `N`.
+            /// The build fails if `N` does not fit.
             pub(crate) const fn $name<const N: $from>() -> $into {
                 // CAST: the source is at least as wide as the target (asserted above), so
                 // the target's maximum is kept.
@@ -93,16 +80,9 @@ impl_const_into! {
 
 /// Conversion into `Self` from a `T` that keeps every value on this build's target.
 ///
-/// `core` offers no [`From`] for conversions whose lossless-ness depends on the pointer
-/// width, such as `u32` to `usize` (a 16-bit `usize` would drop bits) or `usize` to `u64`
-/// (a 128-bit one would). The choice left is [`TryFrom`], with an error path that cannot
-/// be taken, or `as`, which truncates without a word if the widths ever change. This
-/// trait is implemented for a pair only on the pointer widths where the conversion keeps
-/// every value, so a use that would lose bits does not build.
-///
-/// In `const` contexts, use the `<from>_as_<into>` functions of this module instead.
-///
-/// `pub` rather than 7.3's `pub(crate)`: the virtual GSP (`vgsp`) uses it.
+/// `core` has no [`From`] where losslessness depends on the pointer width (`u32` to
+/// `usize`, `usize` to `u64`); this is implemented only on widths where it holds. In
+/// `const` contexts, use the `<from>_as_<into>` functions.
 ///
 /// # Examples
 ///

@@ -85,13 +85,12 @@ fn scenario_two_callers_and_an_event() {
     check("two_callers_and_an_event");
 }
 
-/// The driver's source, where the seed's barriers are.
-const CMDQ: &str = "drivers/gpu/nova-core/gsp/cmdq/ring.rs";
-/// The markers of the seed's barriers in [`CMDQ`] (`// ORDERING: [NAME] …`, see
-/// `tools/model/README.md`): the driver's barrier before it stores its write pointer, and
-/// the one after it loads the GSP's.
-const CPU_WPTR_RELEASE: &str = "cpu-wptr-release";
-const GSP_WPTR_ACQUIRE: &str = "gsp-wptr-acquire";
+// The driver's source, where the seed's barriers are, and their markers.
+use ordering_marker::{
+    CPU_WPTR_RELEASE,
+    GSP_WPTR_ACQUIRE,
+    SEED_FILE as CMDQ, //
+};
 /// The virtual GSP's ring accessors and element bytes, where it reads `cpuq`.
 const VGSP_MSGQ: &str = "drivers/gpu/vgsp/gsp/msgq.rs";
 /// The virtual GSP's outbox, where it writes `gspq`.
@@ -118,32 +117,11 @@ fn line_of(src: &str, needle: &str, from: usize) -> u32 {
         .unwrap_or_else(|| panic!("{needle:?} not found"))
 }
 
-/// Returns the line of the barrier of `file` marked `// ORDERING: [name]`: the
-/// `dma_mb(..)` right after the comment block whose first line has the marker.
+/// Returns the line of the barrier of `file` marked `// ORDERING: [name]`.
 fn marked_barrier(file: &str, name: &str) -> u32 {
-    let lines: Vec<&str> = source(file).lines().collect();
-    let tag = format!("// ORDERING: [{name}]");
-    let at: Vec<usize> = (0..lines.len())
-        .filter(|&i| lines[i].trim_start().starts_with(&tag))
-        .collect();
-    let at = match at.as_slice() {
-        &[at] => at,
-        [] => panic!(
-            "no barrier in {file} is marked `// ORDERING: [{name}]` (the seed's barriers are \
-             found by their markers: see tools/model/README.md)"
-        ),
-        _ => panic!(
-            "{} comments in {file} are marked [{name}]: a marker names one barrier",
-            at.len()
-        ),
-    };
-    let code = (at + 1..lines.len()).find(|&i| !lines[i].trim_start().starts_with("//"));
-    match code {
-        Some(i) if lines[i].trim_start().starts_with("dma_mb(") => i as u32 + 1,
-        _ => panic!(
-            "{file}:{}: the comment marked [{name}] is not on a `dma_mb(..)`",
-            at + 1
-        ),
+    match ordering_marker::marked_barrier(source(file), name) {
+        Ok(i) => i as u32 + 1,
+        Err(e) => panic!("{file}: {e}"),
     }
 }
 

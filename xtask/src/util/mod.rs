@@ -11,7 +11,7 @@ pub(crate) mod stamp;
 pub(crate) mod tools;
 
 use std::{
-    env,
+    env, fs,
     path::{
         Path,
         PathBuf, //
@@ -27,8 +27,41 @@ pub(crate) fn cache() -> Result<PathBuf, String> {
     if let Some(dir) = env::var_os("VGSP_CACHE") {
         return Ok(PathBuf::from(dir));
     }
-    let home = env::var_os("HOME").ok_or("neither VGSP_CACHE nor HOME is set")?;
-    Ok(Path::new(&home).join(".cache/vgsp"))
+    let home = home().map_err(|_| "neither VGSP_CACHE nor HOME is set")?;
+    Ok(home.join(".cache/vgsp"))
+}
+
+/// Returns the home directory of the user running this.
+///
+/// # Errors
+///
+/// - `HOME` is not set.
+pub(crate) fn home() -> Result<PathBuf, String> {
+    env::var_os("HOME")
+        .map(PathBuf::from)
+        .ok_or_else(|| "HOME is not set".into())
+}
+
+/// Copies the directory `from` to `to`, recursively (files and directories only), leaving
+/// out the directories named in `skip`.
+///
+/// # Errors
+///
+/// - A directory cannot be read or made, or a file copied: the error names it.
+pub(crate) fn copy_dir(from: &Path, to: &Path, skip: &[&str]) -> Result<(), String> {
+    fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    for entry in fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
+        let entry = entry.map_err(|e| format!("{}: {e}", from.display()))?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if src.is_dir() {
+            if !skip.iter().any(|s| entry.file_name() == *s) {
+                copy_dir(&src, &dst, skip)?;
+            }
+        } else {
+            fs::copy(&src, &dst).map_err(|e| format!("{}: {e}", src.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// The repository's root.

@@ -2,31 +2,25 @@
 
 //! The GSP command queue: the CPU's side of the two message rings in [`GspMem`].
 //!
-//! The CPU writes commands into `cpuq` and publishes them by advancing
-//! `cpuq.tx.writePtr`, then rings the doorbell; it reads the GSP's messages from `gspq`
-//! and frees their slots by advancing `cpuq.rx.readPtr`.
+//! The CPU writes commands to `cpuq`, publishes them by advancing `cpuq.tx.writePtr` and
+//! rings the doorbell; it reads the GSP's messages from `gspq` and frees their slots by
+//! advancing `cpuq.rx.readPtr`.
 //!
-//! By concern, each in a file of its own, each importing only from those below it:
+//! Files, each importing only from those below it:
 //!
-//! - this file: the message traits, [`Cmdq`] and its entry points, [`PendingReply`], and
-//!   the test bench's seam ([`BenchSeam`]);
-//! - `cmdq/delivery.rs`: which wait receives, and where each message it receives goes
-//!   (event handlers, the callers awaiting replies, the waits that take any message; see
-//!   "Sharing");
+//! - this file: the message traits, [`Cmdq`], [`PendingReply`], [`BenchSeam`];
+//! - `cmdq/delivery.rs`: which wait receives, and where each message goes;
 //! - `cmdq/send.rs`: writing an RPC's elements to `cpuq`;
-//! - `cmdq/receive.rs`: taking elements off `gspq`, checking their copies, reassembling
-//!   split messages into [`GspMessage`]s;
-//! - `cmdq/ring.rs`: the ring accessors (`DmaGspMem`) and their barriers, the only
-//!   driver file a change of the ordering touches (its partner on the GSP's side is
-//!   `drivers/gpu/vgsp/gsp/msgq.rs` and `outbox.rs`);
-//! - `cmdq/wait.rs`: the wait policy, the one budget of a whole wait.
+//! - `cmdq/receive.rs`: taking, checking and reassembling elements off `gspq`;
+//! - `cmdq/ring.rs`: the ring accessors (`DmaGspMem`) and their barriers, the only driver
+//!   file an ordering change touches (the GSP's: `vgsp/gsp/msgq.rs`, `outbox.rs`);
+//! - `cmdq/wait.rs`: the wait policy.
 //!
 //! # Ordering
 //!
-//! Every access to the other side's pointer goes through an accessor with acquire
-//! semantics, and every update of our own pointer through one with release semantics;
-//! the barrier sits inside the accessor, so no caller can misplace it. Each flavour is
-//! the weakest that orders the accesses that actually surround that pointer:
+//! Loads of the other side's pointer are acquires and stores of ours releases, with the
+//! barrier inside the accessor; each flavour is the weakest that orders the accesses
+//! around that pointer:
 //!
 //! | accessor | barrier | orders | partner in the GSP (`vgsp`) |
 //! |---|---|---|---|
@@ -35,205 +29,127 @@
 //! | `DmaGspMem::gsp_write_ptr` | `dma_mb(Read)` after | its load before our slot loads | `Vgsp::advance_gsp_write_ptr`: `dma_mb(Write)` before the store |
 //! | `DmaGspMem::advance_cpu_read_ptr` | `dma_mb(Full)` before | our slot loads before the pointer store | `Vgsp::cpu_read_ptr`: `dma_mb(Full)` after the load |
 //!
-//! This is the project's one barrier table; the GSP's side mirrors each row.
+//! This is the project's one barrier table; the GSP's side mirrors each row. The doorbell
+//! is written with `writel` semantics ([`kernel::io::Io::write_reg`]), ordered after the
+//! write-pointer store.
 //!
-//! The doorbell is written with `writel` semantics ([`kernel::io::Io::write_reg`]), which
-//! orders it after the write-pointer store.
+//! What one caller learnt of the GSP's pointers, the next reuses without a reload; it is
+//! kept under the ring's lock, whose release and acquire carry the observed GSP store to
+//! the next holder (LKMM), so the pairs above hold whichever thread accesses the slot.
+//! Sharing adds no barrier; `tools/model` checks the hand-over.
 //!
-//! What one caller learnt of the GSP's pointers, the next caller on the same ring uses
-//! without loading them again (see "Sharing"): the slots known free or published are kept
-//! under the ring's lock. The lock's release orders the load that learnt them before it,
-//! and the next holder's acquire of the lock orders its accesses of the slots after it
-//! (Linux's memory model: the GSP's pointer store the first caller observed is observed
-//! by the next), so the pairs above still order the GSP's accesses of a slot against the
-//! driver's, whichever thread makes them. No barrier was added for sharing; the model
-//! checks this hand-over (`tools/model`: the two-caller scenario, and the contract
-//! checker's lock litmus tests).
-//!
-//! The benchmark compares these barriers with the alternatives (every one `Full`, and
-//! the seed's pre-fix placement) by building mutated copies of the source, as the
-//! ordering mutants are made (`cargo xtask variant-tree`); no build of this crate has a
-//! barrier variant.
+//! Barrier variants (all `Full`, the seed's placement) exist only as mutated source
+//! copies for the benchmark (`cargo xtask variant-tree`), never as a build of this crate.
 //!
 //! # Sharing
 //!
-//! A [`Cmdq`] is shared by reference by every thread of the driver, as upstream's is.
-//! Unlike upstream's, which holds one lock across a command and its reply, several callers
-//! may have commands in flight at once, and each reply reaches the caller of its command.
+//! A [`Cmdq`] is shared by reference by every driver thread, as upstream's is. Unlike
+//! upstream's, which holds one lock across a command and its reply, several commands may
+//! be in flight at once, and each reply reaches its command's caller.
 //!
 //! | lock | guards | held |
 //! |---|---|---|
-//! | `tx` ([`Mutex`]) | the `cpuq` write pointer and what is known free, the element and RPC sequence numbers | while one RPC's elements are written, including the waits for ring space |
-//! | `rx` ([`Mutex`]) | the `gspq` read pointer and what is known published, the element sequence check, a split message half reassembled, the [`MsgqSignal`] | by the one wait taking messages off the ring (the *receiver*), for as long as it does |
+//! | `tx` ([`Mutex`]) | the `cpuq` write pointer, what is known free, the element and RPC sequence numbers | while one RPC's elements are written, including the waits for ring space |
+//! | `rx` ([`Mutex`]) | the `gspq` read pointer, what is known published, the element sequence check, a half-reassembled message, the [`MsgqSignal`] | by the wait taking messages off the ring (the *receiver*), while it does |
 //! | `events` (`Mutex`) | the event handlers and their counts | while a handler is looked up or registered, never across a call to it |
-//! | `replies` (`Mutex`), with the wait queues `queues` (a `CondVar` each) | the replies awaited and the messages handed over for them, the messages no one awaits, who is receiving and who sleeps on which queue, the last fault | only briefly, never across a ring access or a call out; a wait sleeps on its queue with it released |
+//! | `replies` (`Mutex`), with the wait queues `queues` (a `CondVar` each) | the awaited replies and the messages handed over for them, the messages no one awaits, who receives and who sleeps where, the last fault | briefly, never across a ring access or a call out; a wait sleeps with it released |
 //!
-//! Lock order: `tx`, then `rx`, then `events` or `replies` (never both). A send that
-//! finds no room takes `rx` only with `tx` held, as the order allows.
+//! Lock order: `tx`, then `rx`, then `events` or `replies` (never both).
 //!
-//! Receiving is done by whoever waits. A wait ([`PendingReply::wait`], [`Cmdq::receive`])
-//! first looks under `replies` for what it waits for. If it is not there and no other
-//! wait is receiving, it becomes the receiver:
-//! it takes `rx` and takes messages off the ring one after the other, handing each over
-//! (an event to its handler, under `rx`, so in arrival order; a reply to the caller that
-//! awaits it, matched by `rpc.sequence` or, for a GSP that does not copy it into its
-//! replies, by order, [`ReplyMatch`]; anything else to the waits that take any message,
-//! see `delivery`) and waking the waits it is for, until what it waits for has come or
-//! its timeout ends; then it stops receiving. A wait that is not the receiver sleeps
-//! (`wait_interruptible_timeout`) on the wait queue of what it waits for (one of eight by
-//! the command's `rpc.sequence`, or the queue of the waits that take any message), until
-//! woken or its own timeout ends, so a reply handed over wakes its caller and seldom
-//! another. Whenever a wait stops receiving or ends while nobody receives, it wakes one
-//! wait asleep on a queue, which takes over the ring (or, finding what it waits for,
-//! ends and passes on in turn). So every caller's timeout is its own, and a slow caller
-//! holds up nobody: the receiver hands every message over as it comes, whoever it is for.
+//! Whoever waits receives. A wait that does not find what it wants under `replies`, with
+//! nobody receiving, becomes the receiver: under `rx` it hands each message over (an
+//! event to its handler, a reply to its caller per [`ReplyMatch`], anything else to the
+//! waits that take any message) until it has what it wants or times out. Other waits
+//! sleep on their queue (one of eight by `rpc.sequence`, or the any-message queue). A
+//! wait that stops receiving, or ends with nobody receiving, wakes one sleeper to take
+//! over. So each timeout is the caller's own, and a slow caller holds up nobody.
 //!
-//! A send that finds the ring full while no wait receives takes the messages the GSP has
-//! posted itself (with `tx` held): the GSP may be waiting for room on `gspq` to answer,
-//! and would otherwise never free `cpuq` while every caller sends.
-//! This is the only way a send waits on anything but the GSP, and it is bounded by the
-//! ring: a send holds `tx` for one RPC, which the GSP consumes as fast as it answers.
+//! A send that finds the ring full while nobody receives takes the GSP's messages itself
+//! (`rx` under `tx`): the GSP may need room on `gspq` to answer before it frees `cpuq`.
+//! This is the only way a send waits on anything but the GSP.
 //!
-//! What may sleep: the holder of `tx` (ring space), the receiver (messages; with a
-//! [`MsgqSignal`], on it), and the other waits (on their queue). Nothing sleeps holding
-//! `events` or `replies`. An event handler runs with `rx` held, on the receiver's thread,
-//! which may be a sending caller holding `tx`: it must not use the queue (it would wait
-//! for itself); a message that must be answered is taken by a wait instead (as the
-//! bring-up takes `GSP_RUN_CPU_SEQUENCER`).
+//! Nothing sleeps holding `events` or `replies`. An event handler runs under `rx` on the
+//! receiver's thread, which may hold `tx`, so it must not use the queue; a message that
+//! needs an answer is taken by a wait instead (as bring-up takes `GSP_RUN_CPU_SEQUENCER`).
 //!
-//! Real GSP firmware answers the commands of `cpuq` one at a time, in the order it
-//! consumed them; upstream's queue and nouveau's r535 code take the next reply of the
-//! function they wait for, which that order makes right with one command in flight. This
-//! queue matches a reply by `rpc.sequence`, which the virtual GSP copies from the command.
-//! Were firmware not to copy it, [`ReplyMatch::InOrder`] gives each reply to the oldest
-//! awaited command of its function, exact as long as every command that gets a reply is
-//! sent with its reply awaited. Nothing else changes: callers still have commands in
-//! flight at once and nobody waits for another's reply; what is lost is the check that a
-//! reply is its command's (a reply the firmware dropped would shift the replies of that
-//! function onto the next callers, where by sequence it is a timeout for one caller).
+//! Replies are matched by `rpc.sequence`, which the virtual GSP copies from the command;
+//! upstream and nouveau take the next reply of the awaited function. For firmware that
+//! does not copy it, [`ReplyMatch::InOrder`] matches by order per function, exact while
+//! every answered command is awaited.
 //!
 //! # Sending
 //!
-//! Two entry points, one path (`send_parts`: the elements under the `tx` lock, the
-//! doorbell after each), upstream's `send_command` and `send_command_no_wait` split at
-//! the reply, so that several commands may be in flight:
-//!
-//! - [`Cmdq::submit`]: a command whose reply is awaited, through the [`PendingReply`] it
-//!   returns (the bring-up's `Gsp::send_command` waits at once).
-//! - [`Cmdq::post`]: a command whose reply nobody awaits by sequence: one the GSP does not
-//!   answer ([`NoReply`]), or one whose reply is received as a message no one awaits
-//!   ([`Cmdq::receive`]), for callers that match replies themselves and one-way streams.
+//! [`Cmdq::submit`] returns a [`PendingReply`]; [`Cmdq::post`] awaits no reply
+//! ([`NoReply`], or one the caller takes with [`Cmdq::receive`]). Upstream's
+//! `send_command` and `send_command_no_wait`, split at the reply so several commands may
+//! be in flight; both go through `send_parts` (elements under `tx`, doorbell after each).
 //!
 //! # Receiving
 //!
-//! Two entry points: [`PendingReply::wait`] takes the reply to a command (and
-//! [`PendingReply::wait_retryable`], which it is, keeps it awaited after a failed wait),
-//! [`Cmdq::receive`] the next message no one awaits (skipping those its caller passes
-//! over, within one budget); [`Cmdq::read_msg`] reads either as its type. Upstream's
-//! `receive_msg` is [`Cmdq::receive`] then [`Cmdq::read_msg`].
+//! [`PendingReply::wait`] takes a command's reply; [`Cmdq::receive`] the next message no
+//! one awaits; [`Cmdq::read_msg`] reads either as its type. Upstream's `receive_msg` is
+//! [`Cmdq::receive`] then [`Cmdq::read_msg`].
 //!
 //! # Waiting
 //!
-//! A send needs no look at all while the ring space it last saw free suffices. Otherwise
-//! a wait for a message or for ring space looks once before it reads the clock, then back
-//! to back for `SPIN_BUDGET` (100 us; a busy GSP answers within it, so the wait adds no
-//! latency), then every `NAP` (50 us, `usleep_range` in a kernel): an idle driver does
-//! not burn its CPU, and sees a message at most one nap late. With a [`MsgqSignal`] (the GSP's
-//! interrupt), receives sleep on it instead.
+//! A send does not look while the space it last saw free suffices. Otherwise a wait looks
+//! once before reading the clock, spins for `SPIN_BUDGET` (100 us), then looks every
+//! `NAP` (50 us), or sleeps on a [`MsgqSignal`] (the GSP's interrupt) if set.
 //!
 //! # Trust
 //!
-//! Everything the GSP writes is treated as hostile. Pointers outside the ring are
-//! rejected; an element is copied out of the ring once and every check and every use is
-//! on that copy, so bytes the GSP changes afterwards cannot reach the caller. Our own
-//! pointers are kept in the driver and never read back from shared memory.
+//! Everything the GSP writes is hostile. Pointers outside the ring are refused; an
+//! element is copied out once and checked and used only as that copy (no double fetch).
+//! Our own pointers are never read back from shared memory.
 //!
 //! # Split RPCs
 //!
-//! An RPC whose payload does not fit one element ([`MAX_ELEMENT_PAYLOAD`] bytes) goes as a
-//! *head*, full (16 slots), then `CONTINUATION_RECORD` elements with the same
-//! `rpc.sequence`, each carrying the next chunk. In both directions every element's
-//! `rpc.length` covers the RPC header and that element's own chunk, the head's too:
-//! r570 firmware sends its split messages so, and upstream and nouveau send their split
-//! commands so. The whole length is nowhere in the elements; only the RPC's own fields
-//! say it, where its type has one (a registry table's size, an RM control's
-//! `paramsSize`).
+//! An RPC larger than one element ([`MAX_ELEMENT_PAYLOAD`]) goes as a full *head*, then
+//! `CONTINUATION_RECORD`s with the same `rpc.sequence`. Every element's `rpc.length`, the
+//! head's too, covers the RPC header and its own chunk, as r570, upstream and nouveau
+//! do; the whole length is only in the RPC's own fields (a registry table's size, an RM
+//! control's `paramsSize`).
 //!
-//! The receive follows nouveau's (`r535_gsp_msgq_recv()`): an element whose `rpc.length`
-//! announces more than one element is refused; the length the reader expects decides
-//! where a split message ends, and a message shorter than it is refused (nouveau's
-//! `rpc len %d < %d`). The length is known from the reply's command
-//! ([`CommandToGsp::reply_len`]: an echo's or an RM control's), from its type
-//! ([`MessageFromGsp::LENGTH`]: a fixed-size message), for a reply awaited
-//! ([`Cmdq::submit`]), or from its command for one posted ([`Cmdq::post`]). Where we
-//! differ on purpose:
+//! The receive follows nouveau's `r535_gsp_msgq_recv()`: an element whose `rpc.length`
+//! spans more than one element is refused, and the length the reader expects
+//! ([`CommandToGsp::reply_len`], [`MessageFromGsp::LENGTH`]) ends a split message; a
+//! shorter one is refused (nouveau's `rpc len %d < %d`). Where we differ on purpose:
 //!
-//! - Nouveau knows the length of every message it receives, as it receives only what a
-//!   caller asked for. This queue also receives what nobody asked for (events, replies
-//!   whose command did not say): such a message is delimited by [`Delimiter`], the
-//!   rule the virtual GSP's receive uses too, and the one place it is stated (which
-//!   records continue a message, and the [`RECORD_TIMEOUT`] grace after a full element).
-//!   A send that takes what is published to make room does not wait that grace, as it
-//!   holds the `tx` lock and every other sender with it: it leaves such a message open,
-//!   and the next wait resumes it and waits the grace.
-//! - Nouveau reads `expected` bytes whatever the elements say; here every element is
-//!   checked (its sequence, its function). A valid continuation record that continues no
-//!   message (after an element that ends its message, or past the length expected) is a
-//!   stray record: consumed, skipped as a message for others and logged, no error for the
-//!   waiter.
-//! - A reply that reports an error (`rpc_result`) is taken as it is, however short: it
-//!   carries none of its type's payload.
-//! - A message is reassembled in one `KVec`, so in a kernel it is bounded by `kmalloc`'s
-//!   largest allocation (4 MiB on x86_64 and arm64), which [`MAX_RPC_PAYLOAD`] is: a
-//!   message nobody expects a length of grows by doubling from its head's chunk, and
-//!   moves to an allocation of exactly the largest RPC rather than double past it.
+//! - Messages nobody asked for (events, replies of unknown length) are delimited by
+//!   [`Delimiter`], the rule the virtual GSP uses too, with a [`RECORD_TIMEOUT`] grace
+//!   after a full element. A send making room holds `tx`, so it skips the grace and
+//!   leaves the message open for the next wait.
+//! - Every element's sequence and function are checked. A valid continuation record that
+//!   continues no message is a stray: consumed, logged, no error for the waiter.
+//! - A reply with a non-zero `rpc_result` is taken as it is, however short.
+//! - A message is reassembled in one `KVec`, so [`MAX_RPC_PAYLOAD`] is `kmalloc`'s
+//!   largest allocation (4 MiB on x86_64 and arm64); one of unknown length grows by
+//!   doubling, capped at exactly that.
 //!
 //! # Memory
 //!
-//! No message is lost for want of memory. Every element is copied out and checked
-//! without an allocation (into the message's buffer when it has room, else into a buffer
-//! of one element's payload allocated with the queue), the room for the messages handed
-//! over to the waits is allocated with the queue, and the memory a message's bytes go to
-//! is reserved before the element that carries them is consumed (`cmdq/receive.rs`). If
-//! it cannot be had, the receive fails with `ENOMEM` and consumes nothing: the element
-//! stays on the ring, a message half reassembled stays in the queue, and a retry resumes
-//! there ([`Fault::NoMemory`]). A caller awaiting a reply retries with
-//! [`PendingReply::wait_retryable`].
+//! No message is lost for want of memory. Copying and checking an element needs no
+//! allocation (a one-element spare and the hand-over room are allocated with the queue),
+//! and a message's memory is reserved before the element carrying it is consumed. Failing
+//! that, the receive returns `ENOMEM` and consumes nothing, so a retry resumes there
+//! ([`Fault::NoMemory`], [`PendingReply::wait_retryable`]).
 //!
 //! # Errors on receive
 //!
-//! Every refusal leaves the queue usable: the next valid message is received as if
-//! nothing had happened, and [`BenchSeam::last_fault`] says in a few words what was wrong.
-//! No GSP content makes the driver panic, or read or write outside `GspMem`. A wait ends
-//! within the caller's timeout, but for the message it is receiving when the timeout ends:
-//! at most [`RECORD_TIMEOUT`] after a full element, longer only while the GSP keeps
-//! publishing that message's records, each within [`RECORD_TIMEOUT`] of the one before,
-//! up to the largest RPC.
+//! Every refusal leaves the queue usable, and [`BenchSeam::last_fault`] says what was
+//! wrong. No GSP content makes the driver panic or access memory outside `GspMem`. A wait
+//! ends within its timeout, but for the message it is receiving then: at most
+//! [`RECORD_TIMEOUT`] after a full element, longer only while that message's records keep
+//! coming, each within [`RECORD_TIMEOUT`], up to the largest RPC.
 //!
-//! A message of a function the driver does not know is no error for a waiter: it answers
-//! none of the driver's commands, so it is never taken for a reply; the waits that skip
-//! messages skip it (the bring-up's), a typed read reports it as not the message asked
-//! for (`ERANGE`, [`Fault::UnknownFunction`]), and wherever it is skipped it is logged
-//! with its number, as RM's `_kgspProcessRpcEvent()` logs and ignores a message it does
-//! not expect. A receive that takes any message returns it as it is. The functions the
-//! driver knows are r570's and those it sent commands of (a test bench's own).
+//! A message of an unknown function (neither r570's nor one the driver sent) is never a
+//! reply: waits skip and log it, as RM's `_kgspProcessRpcEvent()` does; a typed read
+//! refuses it ([`Fault::UnknownFunction`]).
 //!
-//! A refusal of an element (the faults that consume it) goes to the waits that take any
-//! message, as the message would have, or, when the message it belongs to is known ("to
-//! the message's caller"), to the caller awaiting that message as its reply if one does;
-//! with none running it is logged and counted ([`BenchSeam::delivery`]). A continuation
-//! record refused for any reason takes the message it continues with it, so its refusal
-//! goes to that message's caller. The ring's own errors and `ENOMEM` (the faults that
-//! consume nothing) go to the receiver.
-//!
-//! The faults are [`Fault`]'s variants, one per class, each with its errno
-//! ([`Fault::errno`]), what the receive consumes for it ([`Fault::consumes`]) and its
-//! reason ([`Fault::reason`]); [`BenchSeam::last_fault`] names the last.
-//!
-//! Elements are copied out of the ring once and checked on the copy, so bytes the GSP
-//! changes after the check (a double fetch) never reach the caller. On send: a GSP read
-//! pointer outside the ring is `EIO` (nothing written), a ring that stays full
-//! `ETIMEDOUT`, a payload above 4 MiB `EMSGSIZE`.
+//! A refused element goes where its message would have gone (its caller, else the waits
+//! that take any message, else logged and counted); a refused continuation record takes
+//! its message with it. Faults that consume nothing (the ring's, `ENOMEM`) go to the
+//! receiver.
 //!
 //! [`Delimiter`]: crate::gsp::fw::element::Delimiter
 
@@ -308,22 +224,18 @@ use crate::gsp::{
     regs::Doorbell,
 };
 
-/// The [`CommandToGsp::Reply`] of a command the GSP does not answer: such a command is
-/// sent with [`Cmdq::post`].
+/// The [`CommandToGsp::Reply`] of a command the GSP does not answer; sent with
+/// [`Cmdq::post`].
 pub struct NoReply;
 
-/// A command the driver sends to the GSP: a fixed part ([`CommandToGsp::Command`]), then a
-/// variable-length payload, and the message the GSP answers it with
-/// ([`CommandToGsp::Reply`]).
+/// A command to the GSP: a fixed part ([`CommandToGsp::Command`]), a variable-length
+/// payload, and the message that answers it ([`CommandToGsp::Reply`]).
 ///
-/// Upstream's shape, with two deliberate differences: [`CommandToGsp::init`] returns the
-/// fixed part by value rather than a pin-init `Init` that writes it in place (the
-/// largest fixed part, the static configuration, is 0x678 bytes, and the element is
-/// checksummed from the bytes as written either way), and the variable payload is
-/// handed over as bytes ([`CommandToGsp::variable_payload`]) rather than written through
-/// an `SBufferIter` by the command (every variable payload here exists as bytes
-/// already). So there is no `InitError` either: building a command cannot fail once the
-/// command exists.
+/// Differs from upstream on purpose: [`CommandToGsp::init`] returns the fixed part by
+/// value, not an in-place `Init` (the largest is 0x678 bytes, and the checksum is over
+/// the bytes as written either way), and the variable payload is given as bytes
+/// ([`CommandToGsp::variable_payload`]), not written through an `SBufferIter`, as every
+/// payload here exists as bytes already. Hence no `InitError`.
 pub trait CommandToGsp {
     /// The function.
     const FUNCTION: MsgFunction;
@@ -342,37 +254,27 @@ pub trait CommandToGsp {
         core::mem::size_of::<Self::Command>() + self.variable_payload().len()
     }
 
-    /// Returns the payload length of the reply, where this command decides it (an RM
-    /// control's reply is as long as its parameters); `None` by default, when the reply's
-    /// type decides it ([`MessageFromGsp::LENGTH`]) or nothing does.
-    ///
-    /// Ours: upstream's receive takes one element and has no use for it. A reply split
-    /// into continuation records is whole at this length, and refused if shorter (see
-    /// "Split RPCs" in the module documentation).
+    /// Returns the reply's payload length where the command decides it (an RM control's
+    /// parameters); `None` by default. Ours: see "Split RPCs" in the module documentation.
     fn reply_len(&self) -> Option<usize> {
         None
     }
 }
 
-/// A message the GSP sends to the driver: a fixed part ([`MessageFromGsp::Message`]),
-/// then bytes of any length.
+/// A message from the GSP: a fixed part ([`MessageFromGsp::Message`]), then bytes of any
+/// length.
 ///
-/// Upstream's shape, with one deliberate difference: [`MessageFromGsp::read`] gets the
-/// bytes after the fixed part as one slice rather than an `SBufferIter` over the ring:
-/// the message was copied out of the ring once, continuation records reassembled, before
-/// anything of it was checked (see the module's "Trust"), so it is contiguous. Its
-/// errors are the driver's `Error` (`EIO` for a malformed message) rather than an
-/// `InitError` of the message's own.
+/// Differs from upstream on purpose: [`MessageFromGsp::read`] gets the rest as one slice,
+/// not an `SBufferIter` over the ring, as the message is a reassembled copy (see the
+/// module's "Trust"); its errors are the driver's `Error`, not an `InitError`.
 pub trait MessageFromGsp: Sized {
     /// The function.
     const FUNCTION: MsgFunction;
     /// The fixed part, first in the payload (`()` if there is none).
     type Message: FromBytes;
-    /// The payload length every message of this type has, if the type alone decides it
-    /// (a fixed-size message); `None` by default.
+    /// The payload length of every message of this type, if fixed; `None` by default.
     ///
-    /// Ours, as [`CommandToGsp::reply_len`]: the receive reassembles a split reply of
-    /// this type to this length, and refuses a shorter one.
+    /// Ours, as [`CommandToGsp::reply_len`].
     const LENGTH: Option<usize> = None;
     /// Builds the message from its fixed part and the bytes after it.
     ///
@@ -388,13 +290,11 @@ pub trait MessageFromGsp: Sized {
 pub enum Skip {
     /// It is the one waited for: return it.
     Take,
-    /// Not the one: consumed, counted if it is an event and logged if its function is
-    /// one the driver does not know.
+    /// Not the one: consumed, counted if an event, logged if of an unknown function.
     PassOver,
 }
 
-/// The GSP command queue, shared by reference by every thread of the driver (see
-/// "Sharing" in the module documentation for its locks).
+/// The GSP command queue (see "Sharing" in the module documentation for its locks).
 #[pin_data]
 pub struct Cmdq {
     /// The shared memory and the pointer accessors.
@@ -405,20 +305,17 @@ pub struct Cmdq {
     /// The receiving half: `gspq`, held by the receiver.
     #[pin]
     rx: Mutex<CmdqRx>,
-    /// Where what is received goes: the event handlers, the replies awaited and the
-    /// messages handed over, and the waits.
+    /// Where received messages go: event handlers, awaited replies, waits.
     #[pin]
     delivery: Delivery,
 }
 
 impl Cmdq {
-    /// How long the bring-up's `Gsp::send_command` waits for the reply, as upstream's
-    /// `send_command`.
+    /// How long `Gsp::send_command` waits for the reply, as upstream's `send_command`.
     pub(crate) const RECEIVE_TIMEOUT: Delta = Delta::from_secs(5);
 
-    /// Allocates the shared memory of `dev` and initialises both queues: a queue of its
-    /// own for a test bench (the driver's is `Gsp::new`'s, in the memory its boot
-    /// arguments name).
+    /// Allocates `dev`'s shared memory and initialises both queues, for a test bench
+    /// (the driver's queue is `Gsp::new`'s).
     ///
     /// # Errors
     ///
@@ -427,9 +324,8 @@ impl Cmdq {
         Self::with_memory(dev, DmaGspMem::new(dev))
     }
 
-    /// Initialises both queues in `mem`, an allocation of `dev`'s the caller prepared (the
-    /// GSP's, whose boot arguments name it; or a test bench's, with a read observer),
-    /// whatever it held before.
+    /// Initialises both queues in `mem`, whatever it held (the memory the GSP's boot
+    /// arguments name, or a test bench's).
     ///
     /// # Errors
     ///
@@ -443,8 +339,7 @@ impl Cmdq {
         dev: &Device<Bound>,
         gsp_mem: Result<DmaGspMem>,
     ) -> impl PinInit<Self, Error> + '_ {
-        // Everything the receive needs is allocated here, once: no message is dropped for
-        // want of memory later.
+        // Allocated once here, so no message is later dropped for want of memory.
         let rx = CmdqRx::new();
         // INVARIANT: `DmaGspMem` stored both our pointers as 0; nothing is known yet.
         try_pin_init!(Self {
@@ -455,8 +350,7 @@ impl Cmdq {
         }? Error)
     }
 
-    /// Registers `handler` for the GSP's events of `function`: the receive that takes one
-    /// off the ring hands it over, in arrival order.
+    /// Registers `handler` for the GSP's events of `function`, called in arrival order.
     ///
     /// # Errors
     ///
@@ -477,8 +371,7 @@ impl Cmdq {
         self.delivery.knows(function)
     }
 
-    /// Sends `command` with its reply awaited, and returns the [`PendingReply`] that waits
-    /// for it: a caller may have several commands in flight.
+    /// Sends `command` and returns the [`PendingReply`] that awaits its reply.
     ///
     /// Ours: upstream's `send_command` sends and waits at once.
     ///
@@ -506,12 +399,9 @@ impl Cmdq {
         })
     }
 
-    /// Sends `command` without awaiting a reply, and returns its RPC sequence number: a
-    /// command the GSP does not answer (upstream's `send_command_no_wait`), or one whose
-    /// caller matches the reply itself among the messages no one awaits
-    /// ([`Cmdq::receive`]). Where the command knows the length of its reply
-    /// ([`CommandToGsp::reply_len`]), the reply (of the command's own function, as r570
-    /// answers) is reassembled to it.
+    /// Sends `command` without awaiting a reply (upstream's `send_command_no_wait`), and
+    /// returns its RPC sequence number. A caller may match the reply itself with
+    /// [`Cmdq::receive`]; it is reassembled to [`CommandToGsp::reply_len`] if given.
     ///
     /// # Errors
     ///
@@ -520,9 +410,8 @@ impl Cmdq {
         self.send_typed(bar, command, None, command.reply_len())
     }
 
-    /// Sends `command`, its fixed part then its variable payload, within [`SEND_TIMEOUT`],
-    /// awaiting a reply of function `reply` if given, and noting `reply_len` as its
-    /// payload length if given; returns the RPC sequence number.
+    /// Sends `command` within [`SEND_TIMEOUT`], awaiting a reply of function `reply` and
+    /// noting its length `reply_len` if given; returns the RPC sequence number.
     ///
     /// # Errors
     ///
@@ -546,15 +435,11 @@ impl Cmdq {
         )
     }
 
-    /// Sends an RPC whose payload is `parts` one after the other (a command's fixed part
-    /// and its variable payload), split into elements of at most [`MAX_ELEMENT_PAYLOAD`]
-    /// bytes: the head, then continuation records. Each element's `rpc.length` covers its
-    /// own chunk, the head's too, as upstream and nouveau send them; the GSP knows the
-    /// whole length from the command's own fields. With `reply`, a reply of that function
-    /// is awaited, and with `reply_len` (its function and payload length) the length of
-    /// the reply is noted, both before the head is published.
+    /// Sends the RPC whose payload is `parts` concatenated, as a head and continuation
+    /// records of at most [`MAX_ELEMENT_PAYLOAD`] bytes (see "Split RPCs"). `reply` and
+    /// `reply_len` are noted before the head is published.
     ///
-    /// `tx` is held for the whole RPC, so that its elements follow each other on the ring.
+    /// `tx` is held for the whole RPC, so its elements are contiguous on the ring.
     ///
     /// # Errors
     ///
@@ -575,8 +460,7 @@ impl Cmdq {
         let sequence = tx.rpc_seq;
         self.delivery
             .sending(sequence, function, reply, reply_len)?;
-        // While the ring has no room, the messages the GSP posted are taken off `gspq` if
-        // no wait receives (the lock order allows `rx` after `tx`).
+        // With the ring full and no wait receiving, take the GSP's messages.
         let make_room = || {
             self.delivery
                 .take_published(|want, budget| self.receive_until(want, budget));
@@ -619,19 +503,14 @@ impl Cmdq {
         sent
     }
 
-    /// Receives messages no one awaits within `budget` until one arrives that `skip` says
-    /// to [`Skip::Take`], and returns it, reassembling continuation records; `skip` sees
-    /// every message before (unasked events without a handler, messages of a function the
-    /// driver does not know, say), and those it passes over are counted or logged
-    /// ([`Skip::PassOver`]). The whole wait ends within `budget`, however many messages
-    /// are skipped.
+    /// Returns the first message no one awaits that `skip` says to [`Skip::Take`], within
+    /// `budget` however many are passed over ([`Skip::PassOver`]).
     ///
     /// Ours: upstream receives typed messages only, one element each.
     ///
     /// # Errors
     ///
-    /// - `ETIMEDOUT` if the budget runs out, including while messages keep arriving that
-    ///   `skip` passes over.
+    /// - `ETIMEDOUT` if the budget runs out, even while skipped messages keep arriving.
     /// - `ERESTARTSYS` if a signal ended the wait.
     /// - A [`Fault`]'s otherwise, see "Errors on receive" in the module documentation.
     pub fn receive(
@@ -645,16 +524,15 @@ impl Cmdq {
                 Skip::Take => return Ok(msg),
                 Skip::PassOver => self.delivery.passed_over(&msg),
             }
-            // A skipped message does not extend the wait; this also starts the clock if
-            // every look so far found a message.
+            // Skipped messages do not extend the wait (this also starts the clock).
             if budget.left().is_zero() {
                 return Err(self.delivery.fault(Fault::OnlySkippedArrived));
             }
         })
     }
 
-    /// Waits within `budget` until what `want` names is handed over, and takes it:
-    /// receiving while no other wait does, else asleep on its wait queue (see "Sharing").
+    /// Waits within `budget` for what `want` names, as receiver or asleep on its queue
+    /// (see "Sharing").
     ///
     /// # Errors
     ///
@@ -665,18 +543,16 @@ impl Cmdq {
         })
     }
 
-    /// Takes messages off the ring within `budget` and hands each over until what `want`
-    /// names is there. The caller set `receiving`.
+    /// Takes messages off the ring and hands them over until what `want` names is there.
+    /// The caller set `receiving`.
     ///
     /// # Errors
     ///
-    /// The ring's faults: [`Fault::NothingPublished`] or [`Fault::OnlyOthersArrived`] if
-    /// `budget` runs out first.
+    /// The ring's faults; [`Fault::NothingPublished`] or [`Fault::OnlyOthersArrived`] on timeout.
     fn receive_until(&self, want: Want, budget: &mut Budget) -> Result<(), Fault> {
         let mut rx = self.rx.lock();
         let mut others = false;
-        // A send taking what is published holds the send lock: it leaves a message still
-        // open to the next wait, which waits the grace for its next element.
+        // A send making room holds `tx`: it leaves an open message to the next wait.
         let open = match want {
             Want::Nothing => Open::Keep,
             Want::Reply(_) | Want::Any => Open::Grace,
@@ -689,7 +565,7 @@ impl Cmdq {
                     self.delivery.reject(fault, function, sequence, want)
                 }
                 Err(RxError::Skipped(fault)) => {
-                    // Skipped as a message for others: no error for the waiter.
+                    // No error for the waiter.
                     self.delivery.skip(fault);
                     false
                 }
@@ -704,20 +580,17 @@ impl Cmdq {
                 return Ok(());
             }
             others = true;
-            // A message for others does not extend the wait; this also starts the clock
-            // if every look so far found a message.
+            // Others' messages do not extend the wait (this also starts the clock).
             if budget.left().is_zero() {
                 return Err(Fault::OnlyOthersArrived);
             }
         }
     }
 
-    /// Gives the buffer of `msg`, a message the caller is done with, back to the queue:
-    /// the next message is received into it instead of a new allocation. Kept only if no
-    /// receive is in progress (its lock is free) and it is at most one element's payload,
-    /// so that the queue never holds on to a large one; otherwise it is freed.
+    /// Gives `msg`'s buffer back for the next receive; kept only if no receive is in
+    /// progress and it is at most one element's payload, else freed.
     ///
-    /// Ours: upstream's messages borrow the ring and are never copied.
+    /// Ours: upstream's messages borrow the ring.
     pub fn recycle(&self, msg: GspMessage) {
         if msg.payload.capacity() > MAX_ELEMENT_PAYLOAD {
             return;
@@ -729,14 +602,11 @@ impl Cmdq {
         }
     }
 
-    /// Reads `msg`, a message received whole, as an `M`: its fixed part, then
-    /// [`MessageFromGsp::read`] of the rest. The reason of a refusal is recorded as the
-    /// last fault ([`BenchSeam::last_fault`]).
+    /// Reads `msg` as an `M`, recording a refusal as [`BenchSeam::last_fault`].
     ///
     /// # Errors
     ///
-    /// - `ERANGE` if the message is not the one asked for: of a function other than `M`'s,
-    ///   or of one the driver does not know (logged).
+    /// - `ERANGE` if the message is of another function than `M`'s (logged if unknown).
     /// - `EINVAL` if the reply carries a non-zero `rpc_result`.
     /// - `EIO` if the payload is shorter than `M`'s fixed part.
     /// - Any error of [`MessageFromGsp::read`].
@@ -752,7 +622,7 @@ impl Cmdq {
         if msg.rpc_result != NV_OK {
             return Err(self.delivery.fault(Fault::ReplyReportsError));
         }
-        // The reader's errno is kept: it says more than the fault's.
+        // Keep the reader's errno, which says more than the fault's.
         read_payload(&msg.payload).inspect_err(|&e| {
             self.delivery.fault(match e {
                 ENOMEM => Fault::NoMemory,
@@ -762,8 +632,7 @@ impl Cmdq {
     }
 }
 
-/// Reads `payload`, the bytes of a whole message, as an `M`: its fixed part, then
-/// [`MessageFromGsp::read`] of the rest.
+/// Reads `payload` as an `M`: its fixed part, then [`MessageFromGsp::read`] of the rest.
 ///
 /// # Errors
 ///
@@ -774,15 +643,13 @@ fn read_payload<M: MessageFromGsp>(payload: &[u8]) -> Result<M> {
     M::read(&fixed, rest)
 }
 
-/// A command sent with its reply awaited ([`Cmdq::submit`]), whose reply
-/// [`PendingReply::wait`] takes. Dropped without a wait, or after a wait that failed, it
-/// abandons the reply: dropped when it comes. A caller that retries after `ENOMEM` or
-/// `ETIMEDOUT` waits with [`PendingReply::wait_retryable`], which keeps it.
+/// A command whose reply is awaited ([`Cmdq::submit`]). Dropping it, or a failed
+/// [`PendingReply::wait`], abandons the reply; [`PendingReply::wait_retryable`] keeps it.
 pub struct PendingReply<'a, R> {
     cmdq: &'a Cmdq,
     sequence: u32,
-    /// The reply, taken, whose read as an `R` found no memory: the next
-    /// [`PendingReply::wait_retryable`] reads it again.
+    /// The reply whose read found no memory, read again by the next
+    /// [`PendingReply::wait_retryable`].
     parked: Option<GspMessage>,
     _reply: PhantomData<fn() -> R>,
 }
@@ -793,31 +660,26 @@ impl<'a, R: MessageFromGsp> PendingReply<'a, R> {
         self.sequence
     }
 
-    /// Waits up to `timeout` for the reply and reads it as an `R`; a failed wait abandons
-    /// the reply.
+    /// Waits up to `timeout` for the reply and reads it as an `R`.
     ///
     /// # Errors
     ///
     /// - `ETIMEDOUT` if the reply does not come in time.
     /// - `ERESTARTSYS` if a signal ended the wait.
-    /// - The ring's errors while this wait receives, and `ENOMEM` if the receive had no
-    ///   memory for an element (it stays on the ring).
-    /// - Any error of [`Cmdq::read_msg`]: `ERANGE` if the GSP answered with another
-    ///   function, `EINVAL` if the reply reports an error.
+    /// - The ring's errors while this wait receives; `ENOMEM` if an element found no
+    ///   memory (it stays on the ring).
+    /// - Any error of [`Cmdq::read_msg`].
     pub fn wait(mut self, timeout: Delta) -> Result<R> {
         let read = self.wait_retryable(timeout);
-        // A reply whose read found no memory is not retried here: its buffer is given back.
+        // No retry here: give back a parked reply's buffer.
         if let Some(msg) = self.parked.take() {
             self.cmdq.recycle(msg);
         }
         read
     }
 
-    /// Waits up to `timeout` for the reply and reads it as an `R`, as [`PendingReply::wait`],
-    /// but a failed wait leaves the reply awaited: after `ENOMEM` (the reply, or what comes
-    /// before it, stays on the ring, or the reply is kept here when its read had no memory)
-    /// or `ETIMEDOUT` the caller may wait again, or drop this to abandon the reply. Once
-    /// the reply is read, as an `R` or refused, nothing is left to wait for.
+    /// As [`PendingReply::wait`], but after `ENOMEM` or `ETIMEDOUT` the reply stays
+    /// awaited (on the ring, or kept here) and the caller may wait again.
     ///
     /// Ours: upstream waits once, in its `send_command`.
     ///
@@ -833,7 +695,7 @@ impl<'a, R: MessageFromGsp> PendingReply<'a, R> {
         };
         match self.cmdq.read_msg(&msg) {
             Err(ENOMEM) => {
-                // Kept for the retry: the reply is off the ring and nowhere else.
+                // Off the ring and nowhere else: keep it for the retry.
                 self.parked = Some(msg);
                 Err(ENOMEM)
             }
@@ -852,10 +714,8 @@ impl<R> Drop for PendingReply<'_, R> {
     }
 }
 
-/// The test bench's seam: what a test bench observes and sets of a queue, which the
-/// driver itself never does. Everything else a bench does, it does through the driver's
-/// own entry points ([`Cmdq::submit`], [`Cmdq::post`], [`Cmdq::receive`],
-/// [`Cmdq::read_msg`]), and a `Gsp`'s queue is reached through `Gsp::cmdq`.
+/// What a test bench observes and sets of a queue, which the driver never does; all else
+/// goes through the driver's entry points (a `Gsp`'s queue through `Gsp::cmdq`).
 pub trait BenchSeam {
     /// Returns the counts of the events handed to handlers and of those with none.
     fn events(&self) -> EventCounts;
@@ -866,23 +726,20 @@ pub trait BenchSeam {
     /// Returns why the last receive failed, or `None` if it succeeded.
     fn last_fault(&self) -> Option<Fault>;
 
-    /// Returns the driver's write and read pointers. Waits for a send and a receive in
-    /// progress.
+    /// Returns the driver's write and read pointers, after any send and receive.
     fn cpu_ptrs(&self) -> (u32, u32);
 
-    /// Returns the shared memory, whose bus address the GSP is given at boot.
+    /// Returns the shared memory.
     fn gsp_mem(&self) -> &Coherent<GspMem>;
 
-    /// Makes receives sleep on `signal` between looks at the queue instead of polling.
+    /// Makes receives sleep on `signal` instead of polling.
     fn set_signal(&self, signal: &'static dyn MsgqSignal);
 
-    /// Sets how replies are matched with their commands ([`ReplyMatch::Sequence`] unless
-    /// set).
+    /// Sets how replies are matched ([`ReplyMatch::Sequence`] by default).
     fn set_reply_match(&self, matching: ReplyMatch);
 
-    /// Starts receiving at read pointer `read_ptr` of rings whose earlier contents the
-    /// driver has already consumed (after a reload, or to replay a recorded queue),
-    /// forgetting what it knew of the GSP's progress. Waits for a receive in progress.
+    /// Resumes receiving at `read_ptr` (after a reload, or to replay a recorded queue),
+    /// forgetting the GSP's progress. Waits for a receive in progress.
     ///
     /// # Errors
     ///

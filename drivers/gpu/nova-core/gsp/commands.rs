@@ -8,19 +8,14 @@
 //! # Where the layouts come from
 //!
 //! The r570 structures ([`GspSetSystemInfo`], [`GspStaticConfigInfo`], the registry
-//! table, [`UnloadingGuestDriver`]) are whole: every field the firmware has, at the
-//! offset it has there, and the same total size. The sizes and offsets are those of the
-//! r570_144 bindings that Linux 7.3's nova-core carries
-//! (`drivers/gpu/nova-core/gsp/fw/r570_144/bindings.rs`), worked out with `repr(C)`
-//! rules and pinned below with `fw`'s `assert_layout!`; the definitions and names are
-//! this crate's. Nested r570 structures the driver does not look into are opaque byte
-//! arrays of the right size and offset; implicit padding is spelled out as `pad*`
-//! fields, which are zero.
+//! table, [`UnloadingGuestDriver`]) are whole, with the sizes and offsets of the r570_144
+//! bindings Linux 7.3's nova-core carries (`gsp/fw/r570_144/bindings.rs`), pinned with
+//! `fw`'s `assert_layout!`; the definitions and names are ours. Nested structures the
+//! driver does not read are opaque byte arrays; padding is explicit `pad*` fields, zero.
 //!
-//! One exception: those bindings number `GSP_RM_CONTROL` (76) but do not declare its
-//! payload, so [`RmControlHeader`] follows nouveau's (`rpc_gsp_rm_control_v03_00` in
-//! `drivers/gpu/drm/nouveau/nvkm/subdev/gsp/rm/r535/nvrm/ctrl.h` of the same tree, an
-//! excerpt of NVIDIA's 535 headers that nouveau's r570 code uses unchanged).
+//! Those bindings number `GSP_RM_CONTROL` (76) without its payload, so
+//! [`RmControlHeader`] follows nouveau's `rpc_gsp_rm_control_v03_00`
+//! (`nouveau/nvkm/subdev/gsp/rm/r535/nvrm/ctrl.h`, which its r570 code uses unchanged).
 
 use kernel::prelude::*;
 use static_assertions::const_assert_eq;
@@ -55,9 +50,8 @@ use crate::num::{
     FromSafeCast, //
 };
 
-/// Implements [`CommandToGsp`] for `$ty`, a fixed-size command sent as it is (its own
-/// [`CommandToGsp::Command`], no variable payload) of function `$function`, answered with
-/// `$reply`.
+/// Implements [`CommandToGsp`] for `$ty`, a fixed-size command of `$function` sent as it
+/// is, answered with `$reply`.
 macro_rules! command_as_is {
     ($ty:ty, $function:expr, $reply:ty) => {
         impl CommandToGsp for $ty {
@@ -72,8 +66,7 @@ macro_rules! command_as_is {
     };
 }
 
-/// Declares `$name`, an answer of the GSP to `$function` whose payload the driver does not
-/// read, and implements [`MessageFromGsp`] for it.
+/// Declares `$name`, a reply to `$function` whose payload the driver does not read.
 macro_rules! empty_reply {
     ($(#[$doc:meta])* $name:ident, $function:expr) => {
         $(#[$doc])*
@@ -108,8 +101,7 @@ impl ConfigMirror {
     };
 }
 
-/// What the driver's probe knows of the GPU's PCI function, from which
-/// [`GspSetSystemInfo::new`] fills the system information.
+/// The GPU's PCI function, as probe knows it, for [`GspSetSystemInfo::new`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PciFunction {
     /// The bus address where BAR0 (the registers) starts.
@@ -134,17 +126,15 @@ pub struct PciFunction {
     pub config_mirror: ConfigMirror,
 }
 
-/// The highest user virtual address the driver announces: 128 TiB less one page, as
-/// upstream does (a fixed value, not any one task's limit).
+/// The highest user virtual address announced: 128 TiB less one page, as upstream.
 pub(crate) const MAX_USER_VA: u64 = (1 << 47) - usize_as_u64(GSP_PAGE_SIZE);
 
-/// The PCI ids of a device on the path to the GPU (a bus-info block of r570's system
-/// information).
+/// The PCI ids of a device on the path to the GPU (r570's bus-info block).
 #[repr(C)]
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
 )]
-pub struct BusInfo {
+pub(crate) struct BusInfo {
     /// The device id.
     pub device_id: u16,
     /// The vendor id.
@@ -168,11 +158,10 @@ assert_layout!(BusInfo, size 0xa, {
 });
 const_assert_eq!(core::mem::align_of::<BusInfo>(), 2);
 
-/// What ACPI methods of the platform returned (r570's ACPI method data block). The
-/// driver has no ACPI data to pass: all zero, `valid` 0.
+/// r570's ACPI method data block; all zero, as the driver has no ACPI data.
 #[repr(C, align(4))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct AcpiMethodData {
+pub(crate) struct AcpiMethodData {
     /// Non-zero if the tables below hold data.
     pub valid: u8,
     /// Padding, zero.
@@ -195,13 +184,12 @@ assert_layout!(AcpiMethodData, size 0x2a4, {
     caps: 0x29c,
 });
 
-/// What the GPU's SR-IOV virtual functions look like (r570's VF information block).
-/// Zero: the driver does not enable SR-IOV.
+/// r570's VF information block; zero, as the driver does not enable SR-IOV.
 #[repr(C)]
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
 )]
-pub struct VfInfo {
+pub(crate) struct VfInfo {
     /// The number of virtual functions.
     pub total_vfs: u32,
     /// The routing-id offset of the first one.
@@ -233,11 +221,8 @@ assert_layout!(VfInfo, size 0x28, {
     bar2_is_64bit: 0x22,
 });
 
-/// `GSP_SET_SYSTEM_INFO`: where the GPU and its PCI function live and what the platform
-/// around it offers (r570's system information, the whole 0x3a0 bytes).
-///
-/// [`GspSetSystemInfo::new`] fills it as upstream nova-core does; see there for the
-/// fields it leaves zero.
+/// `GSP_SET_SYSTEM_INFO`: the GPU's PCI function and platform (r570's system information,
+/// 0x3a0 bytes), filled by [`GspSetSystemInfo::new`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct GspSetSystemInfo {
@@ -304,13 +289,13 @@ pub struct GspSetSystemInfo {
     /// Whether `fhb_bus_info` is valid.
     pub upstream_address_valid: u8,
     /// The first host bridge above the GPU.
-    pub fhb_bus_info: BusInfo,
+    pub(crate) fhb_bus_info: BusInfo,
     /// The chipset's own ids.
-    pub chipset_id_info: BusInfo,
+    pub(crate) chipset_id_info: BusInfo,
     /// Padding, zero.
     pub pad1: [u8; 2],
     /// What the platform's ACPI methods returned.
-    pub acpi_method_data: AcpiMethodData,
+    pub(crate) acpi_method_data: AcpiMethodData,
     /// The hypervisor the system runs under.
     pub hypervisor_type: u32,
     /// Whether the GPU is passed through to a virtual machine.
@@ -320,7 +305,7 @@ pub struct GspSetSystemInfo {
     /// The system timer's offset, in nanoseconds.
     pub sys_timer_offset_ns: u64,
     /// The SR-IOV virtual functions.
-    pub vf_info: VfInfo,
+    pub(crate) vf_info: VfInfo,
     /// Whether the GPU is the primary (boot display) device.
     pub is_primary: u8,
     /// Whether the driver is a GRID build.
@@ -402,18 +387,10 @@ assert_layout!(GspSetSystemInfo, size 0x3a0, {
 const_assert_eq!(core::mem::align_of::<GspSetSystemInfo>(), 8);
 
 impl GspSetSystemInfo {
-    /// Returns the system information for the GPU at `pci`, filled as upstream nova-core
-    /// fills it: the bus addresses of BAR0, BAR1 and BAR3, the requester id, the device,
-    /// subsystem and revision ids, the chipset's configuration mirror and
-    /// `MAX_USER_VA`; `is_primary` and `preserve_video_memory_allocations` 0.
+    /// Returns the system information for the GPU at `pci`, filled as upstream does.
     ///
-    /// Everything else is zero, as upstream leaves it, and for the same reason: neither
-    /// driver has the value. That is the I/O-port BAR, the simulator and notification
-    /// buffers, the PCIe atomics masks, the console reservation, the chipset, bridge,
-    /// link-state and mux facts (neither queries the platform for them), the ACPI data
-    /// (neither calls ACPI methods; `valid` 0 says the block is empty), the hypervisor
-    /// type, the system timer offset, the VF block (neither enables SR-IOV), the GRID
-    /// fields, the feature flags and `host_page_size`.
+    /// All else is zero, as upstream leaves it, since neither driver has the value: no
+    /// platform queries (chipset, bridge, link state, mux), no ACPI calls, no SR-IOV.
     pub fn new(pci: &PciFunction) -> Self {
         Self {
             gpu_phys_addr: pci.bar0,
@@ -517,21 +494,20 @@ assert_layout!(PackedRegistryTable, size 0x8, {
     num_entries: 0x4,
 });
 
-/// `SET_REGISTRY`: registry keys for the GSP, encoded as a packed registry table.
+/// `SET_REGISTRY`: registry keys for the GSP, as a packed registry table.
 ///
 /// # Invariants
 ///
-/// `table` heads `encoded`, the entries and strings that follow it, whose length with the
-/// header is `table.size`.
+/// `table` heads `encoded` (the entries and strings); with it, they are `table.size`
+/// bytes.
 pub struct SetRegistry {
     table: PackedRegistryTable,
     encoded: KVec<u8>,
 }
 
 impl SetRegistry {
-    /// Encodes `entries` (key, number) as upstream does: the header, one
-    /// [`RegistryEntryType::Dword`] entry of `length` 0 per key, then the keys, each
-    /// NUL-terminated, in order.
+    /// Encodes `entries` (key, number) as upstream: one [`RegistryEntryType::Dword`] entry
+    /// of `length` 0 per key, then the NUL-terminated keys.
     ///
     /// # Errors
     ///
@@ -626,9 +602,7 @@ assert_layout!(FbRegion, size 0x30, {
 });
 
 impl FbRegion {
-    /// Returns whether the driver may allocate from the region, by upstream's rule: not
-    /// reserved, not protected, fit for compressed and for isochronous surfaces, and
-    /// not inverted.
+    /// Returns whether the driver may allocate from the region, by upstream's rule.
     pub(crate) fn is_usable(&self) -> bool {
         self.reserved == 0
             && self.protected == 0
@@ -655,8 +629,7 @@ assert_layout!(FbRegionInfo, size 0x308, {
     regions: 0x8,
 });
 
-/// The static configuration the GSP reports for `GET_GSP_STATIC_INFO` (r570's static
-/// configuration information, the whole 0x678 bytes). The GPU's name is at 0x4ec.
+/// The reply to `GET_GSP_STATIC_INFO` (r570's static configuration, 0x678 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct GspStaticConfigInfo {
@@ -700,10 +673,9 @@ pub struct GspStaticConfigInfo {
     pub short_name: [u8; 64],
     /// The marketing name in UTF-16.
     pub name_utf16: [u16; 64],
-    /// SKU and power-management flags, one byte each, in r570's order: internal SKU,
-    /// Quadro generic, Quadro AD, NVS, VGX, GeForce SMB, Titan, Tesla, mobile, GC6 RTD3
-    /// allowed, GC8 RTD3 allowed, GCOFF RTD3 allowed, legacy GCOFF allowed, MIG
-    /// supported.
+    /// SKU and power-management flags, a byte each, in r570's order: internal SKU, Quadro
+    /// generic, Quadro AD, NVS, VGX, GeForce SMB, Titan, Tesla, mobile, GC6, GC8 and GCOFF
+    /// RTD3 allowed, legacy GCOFF allowed, MIG supported.
     pub sku_flags: [u8; 14],
     /// The board power in GC6 RTD3.
     pub rtd3_gc6_total_board_power: u16,
@@ -803,8 +775,7 @@ assert_layout!(GspStaticConfigInfo, size 0x678, {
 });
 const_assert_eq!(core::mem::align_of::<GspStaticConfigInfo>(), 8);
 
-/// Returns the text of `bytes` up to its first NUL (or all of it), or `"<invalid>"` if
-/// that is not UTF-8.
+/// Returns `bytes` up to its first NUL, or `"<invalid>"` if not UTF-8.
 fn text_until_nul(bytes: &[u8]) -> &str {
     let len = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     core::str::from_utf8(&bytes[..len]).unwrap_or("<invalid>")
@@ -821,16 +792,13 @@ impl GspStaticConfigInfo {
         text_until_nul(&self.short_name)
     }
 
-    /// Returns the valid frame buffer regions: the first `count`, at most
-    /// [`FB_REGION_SLOTS`].
+    /// Returns the first `count` frame buffer regions, at most [`FB_REGION_SLOTS`].
     pub(crate) fn fb_regions(&self) -> &[FbRegion] {
         let count = usize::try_from(self.fb_regions.count).unwrap_or(usize::MAX);
         &self.fb_regions.regions[..count.min(FB_REGION_SLOTS)]
     }
 
-    /// Returns the regions the driver may allocate from, as byte ranges: by upstream's
-    /// rule, those not reserved, not protected, fit for compressed and for isochronous
-    /// surfaces, and not inverted.
+    /// Returns the regions the driver may allocate from, as byte ranges.
     pub fn usable_fb_regions(&self) -> impl Iterator<Item = core::ops::Range<u64>> + '_ {
         self.fb_regions()
             .iter()
@@ -846,8 +814,7 @@ impl Default for GspStaticConfigInfo {
     }
 }
 
-/// `GET_GSP_STATIC_INFO`: asks for the [`GspStaticConfigInfo`]. As upstream, the command
-/// carries a zeroed structure of the reply's size (0x678 bytes), which the GSP fills.
+/// `GET_GSP_STATIC_INFO`: a zeroed [`GspStaticConfigInfo`] the GSP fills, as upstream.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GetGspStaticInfo;
 
@@ -871,7 +838,7 @@ impl MessageFromGsp for GspStaticConfigInfo {
     }
 }
 
-/// Returns `msg`, a message that is its fixed part alone, if nothing follows it.
+/// Returns `msg` if nothing follows its fixed part.
 ///
 /// # Errors
 ///
@@ -885,8 +852,7 @@ fn fixed_size<M: Copy>(msg: &M, rest: &[u8]) -> Result<M> {
 
 /// `GSP_INIT_DONE`: the GSP finished booting (sent unasked).
 ///
-/// Not an r570 structure: upstream reads nothing of this event's payload; the virtual
-/// GSP sends a status word, which this driver checks.
+/// Not r570's: upstream ignores this payload; the virtual GSP sends a status word.
 #[repr(C)]
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
@@ -906,7 +872,7 @@ impl MessageFromGsp for GspInitDone {
     }
 }
 
-/// Returns a copy of `rest`, the bytes of a message that has no fixed part.
+/// Returns a copy of `rest`, a message without a fixed part.
 ///
 /// # Errors
 ///
@@ -917,12 +883,11 @@ fn bytes(rest: &[u8]) -> Result<KVec<u8>> {
     Ok(copy)
 }
 
-/// The fixed part of `GSP_RM_CONTROL` (r570's `rpc_gsp_rm_control_v03_00`): which control
-/// to run on which object, and the length of its parameters, which follow it. The GSP
-/// answers with the same structure, `status` set and the parameters filled in.
+/// The fixed part of `GSP_RM_CONTROL` (`rpc_gsp_rm_control_v03_00`), followed by the
+/// parameters; the reply has the same shape, `status` set.
 ///
-/// `params_size` is also how the GSP knows where a split control ends. The structure ends
-/// in a flexible array (`params[]`) that adds nothing to its size.
+/// `params_size` also tells the GSP where a split control ends. The trailing `params[]`
+/// adds nothing to the size.
 #[repr(C)]
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
@@ -934,8 +899,7 @@ pub struct RmControlHeader {
     pub h_object: u32,
     /// The control: `class << 16 | category << 8 | index`, the class being the object's.
     pub cmd: u32,
-    /// [`NV_OK`] on send; in the reply, the control's own result (an `NV_ERR_*` if it
-    /// failed), the reply's `rpc_result` being [`NV_OK`] all the same.
+    /// [`NV_OK`] on send; in the reply, the control's result.
     pub status: u32,
     /// The number of parameter bytes after this header (`paramsSize`).
     pub params_size: u32,
@@ -953,9 +917,7 @@ assert_layout!(RmControlHeader, size 0x18, {
 });
 const_assert_eq!(core::mem::align_of::<RmControlHeader>(), 4);
 
-/// `GSP_RM_CONTROL`: runs control `cmd` on object `h_object` of client `h_client` with
-/// `params`, its parameters as bytes. The reply ([`RmControlReply`]) carries the control's
-/// status and the parameters as the GSP filled them in.
+/// `GSP_RM_CONTROL`: runs control `cmd` on object `h_object` of client `h_client`.
 pub struct RmControl<'a> {
     /// The client's handle.
     pub h_client: u32,
@@ -978,8 +940,7 @@ impl CommandToGsp for RmControl<'_> {
             h_object: self.h_object,
             cmd: self.cmd,
             status: NV_OK,
-            // As for `Echo`: longer parameters are refused by the send before anything
-            // reaches the ring; 0 never passes for them.
+            // The send refuses parameters this long (`EMSGSIZE`): the 0 is never sent.
             params_size: u32::try_from(self.params.len()).unwrap_or_default(),
             flags: 0,
         }
@@ -997,9 +958,8 @@ impl CommandToGsp for RmControl<'_> {
 
 /// The GSP's answer to an [`RmControl`].
 ///
-/// A control that failed still comes as a reply whose `rpc_result` is `NV_OK`, with the
-/// failure in [`RmControlReply::status`]: what to make of it is the caller's (nouveau maps
-/// it to an errno).
+/// A failed control's reply still has `rpc_result` `NV_OK`; the failure is in
+/// [`RmControlReply::status`], for the caller to map (nouveau maps it to an errno).
 pub struct RmControlReply {
     /// The control's result: `NV_OK`, or the `NV_ERR_*` it failed with.
     pub status: u32,
@@ -1026,8 +986,7 @@ impl MessageFromGsp for RmControlReply {
     }
 }
 
-/// `UNLOADING_GUEST_DRIVER`: the driver is going away (r570's unloading-guest-driver
-/// RPC, version 0x1f07).
+/// `UNLOADING_GUEST_DRIVER`: the driver is going away (r570's, version 0x1f07).
 #[repr(C)]
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
@@ -1056,7 +1015,6 @@ command_as_is!(
 );
 
 empty_reply! {
-    /// The GSP's answer to [`UnloadingGuestDriver`]: an empty payload (the r570 firmware's
-    /// carries nothing the driver reads either).
+    /// The GSP's answer to [`UnloadingGuestDriver`], read as empty.
     UnloadingGuestDriverReply, MsgFunction::UNLOADING_GUEST_DRIVER
 }

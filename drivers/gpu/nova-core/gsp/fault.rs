@@ -3,13 +3,10 @@
 //! The faults of the message queues: why a receive refused the ring, an element or a
 //! message.
 //!
-//! [`Fault`] is the one list of them. Each variant is one class: its errno
-//! ([`Fault::errno`]), its reason in a few words for logs, tools and tests
-//! ([`Fault::reason`]), and what the driver's receive consumes of the ring for it
-//! ([`Fault::consumes`]). The receive returns them (the queue's `last_fault` names the
-//! last), the element checks both sides share (`gsp::fw::element`) return the
-//! element classes, and the test suites iterate [`Fault::ALL`]. A new class is one
-//! variant here and the check that finds it.
+//! [`Fault`] is the one list: each variant is a class with its errno, its reason for
+//! logs and tests, and what the receive consumes for it. The element checks both sides
+//! share (`gsp::fw::element`) return the element classes; the tests iterate
+//! [`Fault::ALL`]. A new class is one variant here and the check that finds it.
 
 use kernel::prelude::*;
 
@@ -29,17 +26,14 @@ pub enum Consumes {
 /// What can cause a [`Fault`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
-    /// The GSP: what it writes to the shared memory, or its silence. Every such fault has
-    /// a case of its own in the test suites (`nova_core_gsp_cmdq_errors`, and a class of
-    /// the upstream harness's `hostile` check where upstream's receive can meet it).
+    /// The GSP: what it writes, or its silence. Each such fault has its own test case
+    /// (`nova_core_gsp_cmdq_errors`, and the upstream harness's `hostile` check).
     Gsp,
     /// The driver's own state: its memory, its mapping of the rings, or another wait.
     Driver,
 }
 
-/// Defines [`Fault`] from one list: each class's documentation, name, errno, what it
-/// consumes, what can cause it and its reason, so that [`Fault::ALL`] and the accessors
-/// cannot miss one.
+/// Defines [`Fault`] and its accessors from one list, so [`Fault::ALL`] misses none.
 macro_rules! faults {
     (
         $(
@@ -97,9 +91,8 @@ faults! {
     OnlySkippedArrived => (ETIMEDOUT, Nothing, Gsp, "only skipped messages arrived in time"),
     /// Another wait was receiving and delivered nothing for this one in time.
     NothingDelivered => (ETIMEDOUT, Nothing, Driver, "nothing delivered in time"),
-    /// The GSP's write pointer is outside the ring (>= 63). The pointer checks of both
-    /// sides (`gsp::fw::ring::ring_ptr`) name it, the other agent's read pointer too;
-    /// only the receive reports it by its reason.
+    /// The GSP's write pointer is outside the ring (>= 63). Both sides' pointer checks
+    /// (`gsp::fw::ring::ring_ptr`) return it, for either pointer.
     PointerOutsideRing => (EIO, Nothing, Gsp, "write pointer outside the ring"),
     /// The GSP's write pointer moved backwards (fewer slots published than before).
     WritePointerBackwards => (EIO, Nothing, Gsp, "write pointer moved backwards"),
@@ -110,15 +103,13 @@ faults! {
     /// The element's `elemCount` is above the published slots (also across the ring end).
     ElementCountBeyondPublished =>
         (EIO, Published, Gsp, "element count beyond the published slots"),
-    /// The element's slots lie outside the shared memory: a ring the driver mapped
-    /// wrongly, never the GSP's content.
+    /// The element's slots lie outside the shared memory: a ring mapped wrongly.
     ElementOutsideSharedMemory => (EIO, Element, Driver, "element outside the shared memory"),
     /// A copy of the element is shorter than its slots: a caller's buffer too short.
     ElementShorterThanSlots => (EIO, Element, Driver, "element shorter than its slots"),
     /// A copy of the element is shorter than its header: a caller's buffer too short.
     ElementShorterThanHeader => (EIO, Element, Driver, "element shorter than its header"),
-    /// The copy's `elemCount` is not the count it was delimited by: a caller that
-    /// delimited it from another copy of the header.
+    /// The copy's `elemCount` is not the count it was delimited by.
     ElementCountChanged => (EIO, Element, Driver, "element count changed"),
     /// The RPC signature is not `VRPC`.
     BadSignature => (EIO, Element, Gsp, "bad RPC signature"),
@@ -126,8 +117,7 @@ faults! {
     UnsupportedHeaderVersion => (EIO, Element, Gsp, "unsupported RPC header version"),
     /// `rpc.length` is below the RPC header.
     LengthBelowHeader => (EIO, Element, Gsp, "RPC length below the RPC header"),
-    /// `rpc.length` announces more than one element carries (a head announcing its whole
-    /// RPC, which firmware never sends).
+    /// `rpc.length` announces more than one element carries.
     LengthBeyondElement => (EIO, Element, Gsp, "RPC length beyond one element"),
     /// `rpc.length` is inconsistent with `elemCount`.
     LengthInconsistent => (EIO, Element, Gsp, "RPC length inconsistent with the element count"),
@@ -135,37 +125,29 @@ faults! {
     BadChecksum => (EIO, Element, Gsp, "bad checksum"),
     /// The element's sequence number is not after the previous element's.
     SequenceWentBack => (EIO, Element, Gsp, "element sequence number went back"),
-    /// A valid continuation record that continues no message (a stray record: without a
-    /// head, or after an element that ends its message). Not an error: the receive
-    /// consumes it, skips it as a message for others and logs this reason; no wait gets
-    /// its errno.
+    /// A valid continuation record that continues no message (a stray). Not an error:
+    /// consumed, skipped and logged; no wait gets its errno.
     ContinuationWithoutHead => (EIO, Element, Gsp, "continuation record without a head"),
-    /// A continuation record of another message after a full element: numbered neither as
-    /// the message's first element nor as the one after its last. Not an error: it ends
-    /// the open message, which is whole (`gsp::fw::element::Delimiter`), and is then a
-    /// stray record ([`Fault::ContinuationWithoutHead`]); no wait gets its errno.
+    /// A continuation record of another message after a full element. Not an error: it
+    /// ends the open message (`gsp::fw::element::Delimiter`) and is a stray
+    /// ([`Fault::ContinuationWithoutHead`]).
     ContinuationOfAnotherRpc => (EIO, Element, Gsp, "continuation record of another RPC"),
-    /// Continuation records past the largest RPC (4 MiB): the message's caller gets the
-    /// fault.
+    /// Continuation records past the largest RPC (4 MiB).
     ContinuationsBeyondLargestRpc =>
         (EIO, Message, Gsp, "continuation records beyond the largest RPC"),
-    /// No memory for the element at the read pointer: nothing is consumed, the element
-    /// stays on the ring and a message half reassembled stays open, so the receive may be
-    /// retried.
+    /// No memory for the element at the read pointer: nothing is consumed, so the receive
+    /// may be retried.
     NoMemory => (ENOMEM, Nothing, Driver, "no memory for the message"),
-    /// The message is shorter than the length its reader expects: the message's caller
-    /// gets the fault.
+    /// The message is shorter than its reader expects.
     MessageShorterThanExpected => (EIO, Element, Gsp, "message shorter than expected"),
-    /// The message's function is none the driver knows. Not an error for a wait: such a
-    /// message answers no command, the waits that skip messages skip it, and a single
-    /// typed receive reports it as not the message asked for, with this errno; it is
-    /// logged with its number wherever it is skipped.
+    /// The message's function is unknown. Not an error for a wait, which skips and logs
+    /// it; a typed read returns this errno.
     UnknownFunction => (ERANGE, Element, Gsp, "unknown function"),
     /// The message's function is not the one waited for.
     OtherFunction => (ERANGE, Element, Gsp, "function not the one waited for"),
     /// The reply reports an error (a non-zero `rpc_result`).
     ReplyReportsError => (EINVAL, Element, Gsp, "reply reports an error"),
-    /// The reply does not decode as its type: the errno is the reader's, `EIO` here.
+    /// The reply does not decode as its type (the reader's errno; `EIO` here).
     ReplyUndecodable => (EIO, Element, Gsp, "reply does not decode as its type"),
 }
 

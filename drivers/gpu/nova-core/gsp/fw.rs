@@ -2,13 +2,10 @@
 
 //! The GSP shared-memory layout and message format (r570, MSGQ protocol version 0).
 //!
-//! One definition, used by the driver's command queue and by the virtual GSP alike, so
-//! the two sides cannot drift apart. Every size and field offset is pinned with
-//! `assert_layout!` to the values of the r570_144 bindings that Linux 7.3's nova-core
-//! carries (`drivers/gpu/nova-core/gsp/fw/r570_144/bindings.rs`: the tx and rx headers,
-//! the queue element and the RPC header), worked out with `repr(C)` rules; the
-//! definitions and names are this crate's. The layout of [`Msgq`] and [`GspMem`] is
-//! upstream's (`gsp/cmdq.rs` of 7.3), not a binding.
+//! One definition for the driver and the virtual GSP alike. Sizes and offsets are pinned
+//! with `assert_layout!` to the r570_144 bindings Linux 7.3's nova-core carries (tx and
+//! rx headers, queue element, RPC header); the definitions and names are ours. [`Msgq`]
+//! and [`GspMem`] follow upstream's `gsp/cmdq.rs`, not a binding.
 //!
 //! ```text
 //! GspMem (0x81000 bytes, coherent)
@@ -26,15 +23,11 @@
 //! `gspq`); the GSP advances `gspq.tx.writePtr` and `gspq.rx.readPtr` (its read pointer
 //! into `cpuq`).
 //!
-//! By what it is:
-//!
-//! - the wire layouts, the function numbers and the protocol's constants (`layout`,
-//!   re-exported here, where upstream has its own);
+//! - `layout` (re-exported): wire layouts, function numbers, protocol constants;
 //! - [`element`]: building, sealing and checking an element, the checksum, and the rule
 //!   both receivers delimit messages by;
 //! - [`ring`]: the ring arithmetic both agents share;
-//! - the PTE page and the boot arguments that tell the GSP where its queues are (`boot`,
-//!   re-exported here).
+//! - `boot` (re-exported): the PTE page and the boot arguments naming the queues.
 
 mod boot;
 pub mod element;

@@ -27,19 +27,16 @@ pub const BAR0_SIZE: usize = 0x100_0000;
 
 /// BAR0 of the GPU.
 ///
-/// Upstream's is a `&pci::Bar<BAR0_SIZE>`; this driver has no PCI device of its own, so
-/// it names the MMIO view a mapped BAR gives. The doorbell below rings through any `Io`
-/// view of a BAR0-sized region, this one or a test bench's simulated BAR.
+/// Upstream's is a `&pci::Bar<BAR0_SIZE>`; without a PCI device of our own, this is the
+/// MMIO view of a mapped BAR.
 pub type Bar0<'a> = Mmio<'a, Region<BAR0_SIZE>>;
 
 /// What interrupts the GSP to make it look at the command queue.
 ///
-/// On a GPU it is a write of [`NV_PGSP_QUEUE_HEAD`](struct@NV_PGSP_QUEUE_HEAD) in BAR0;
-/// behind an emulated device it is that device's doorbell register
-/// (`nova_testbench::ivshmem::PeerDoorbell`).
+/// A write of [`NV_PGSP_QUEUE_HEAD`](struct@NV_PGSP_QUEUE_HEAD) in BAR0, or an emulated
+/// device's doorbell register (`nova_testbench::ivshmem::PeerDoorbell`).
 pub trait Doorbell {
-    /// Rings the doorbell. The write is ordered after the caller's earlier writes to
-    /// coherent memory (`writel` semantics).
+    /// Rings the doorbell, ordered after earlier writes to coherent memory (`writel`).
     fn ring(&self);
 }
 
@@ -49,16 +46,14 @@ where
     T::Backend: IoCapable<u32>,
 {
     fn ring(&self) {
-        // ORDERING: `Io::write_reg` on an `Mmio` is `writel`, whose barrier orders the
-        // caller's earlier writes to coherent memory (the command, then the write pointer)
-        // before this register write; the GSP's partner is the `dma_mb(Read)` after its
-        // load of the write pointer. A test bench's BAR gives the same order.
+        // ORDERING: STORE->STORE. `writel` orders the earlier coherent-memory writes (the
+        // command, the write pointer) before this register write; a test bench's BAR does
+        // too. Pairs with the GSP's `dma_mb(Read)` after its write-pointer load.
         (*self).write_reg(NV_PGSP_QUEUE_HEAD::zeroed().with_address(0u32));
     }
 }
 
-/// BAR0's registers by offset: what the CPU sequencer (`super::sequencer`) reads and
-/// writes for the GSP.
+/// BAR0's registers by offset, for the CPU sequencer (`super::sequencer`).
 pub trait Bar0Registers {
     /// Reads the 32-bit register at `offset`.
     ///
@@ -92,11 +87,9 @@ where
 }
 
 register! {
-    /// `NV_PGSP_QUEUE_HEAD(0)`: writing it interrupts the GSP, telling it to look at the
-    /// command queue (the doorbell).
+    /// `NV_PGSP_QUEUE_HEAD(0)`: the doorbell; writing it makes the GSP look at `cpuq`.
     pub NV_PGSP_QUEUE_HEAD(u32) @ 0x00110c00 {
-        /// The queue head address; the GSP ignores it for the command queue, the driver
-        /// writes 0.
+        /// The queue head address; ignored for the command queue, written 0.
         31:0 address;
     }
 }

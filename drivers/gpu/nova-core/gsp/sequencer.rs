@@ -2,45 +2,36 @@
 
 //! The CPU sequencer: register sequences the GSP asks the driver to run for it.
 //!
-//! During bring-up the firmware sends `GSP_RUN_CPU_SEQUENCER` (r570's
-//! `rpc_run_cpu_sequencer_v17_00`, [`RunCpuSequencerHeader`]): a header, then a buffer of
-//! 32-bit words holding commands, each an opcode word followed by the words of its
-//! payload ([`SeqCmd`]; r570's `GSP_SEQUENCER_BUFFER_CMD` with its `GSP_SEQ_BUF_OPCODE`
-//! numbers and payload layouts). The driver runs them in order against BAR0:
-//! register writes, read-modify-writes, polls, stores into the header's register save
-//! area, delays, and operations on the GSP's core.
+//! During bring-up the firmware sends `GSP_RUN_CPU_SEQUENCER` ([`RunCpuSequencerHeader`]):
+//! a header, then a buffer of 32-bit words holding commands, each an opcode word and its
+//! payload ([`SeqCmd`], r570's `GSP_SEQUENCER_BUFFER_CMD`). The driver runs them in order
+//! against BAR0: register writes, read-modify-writes, polls, stores into the header's
+//! register save area, delays, and operations on the GSP's core.
 //!
 //! # What the sequencer refuses
 //!
-//! A sequence runs up to its first bad command, which it refuses; nothing after it runs:
+//! A sequence runs up to its first bad command, which it refuses:
 //!
-//! - `EINVAL`: an unknown opcode; a `REG_STORE` index outside the save area; a delay
-//!   or poll timeout above [`MAX_WAIT_US`] (the firmware's own default poll timeout),
-//!   which would hold the driver for longer than any bring-up step.
+//! - `EINVAL`: an unknown opcode; a `REG_STORE` index outside the save area; a delay or
+//!   poll timeout above [`MAX_WAIT_US`].
 //! - `ERANGE`: a register offset outside BAR0, or not 4-byte aligned.
-//! - `EMSGSIZE`: a buffer shorter than `bufferSizeDWord` says, or a command cut off by
-//!   the buffer's end.
-//! - `ETIMEDOUT`: a poll whose condition never became true in its timeout (or the
-//!   core never halted).
-//! - `ENODEV`: the GSP sits behind a device that gives the driver no BAR0 (an emulated
-//!   one reached through a doorbell only).
+//! - `EMSGSIZE`: a buffer shorter than `bufferSizeDWord`, or a command cut off by its end.
+//! - `ETIMEDOUT`: a poll that timed out, or a core that never halted.
+//! - `ENODEV`: no BAR0 (a device reached through a doorbell only).
 //!
 //! # The reply
 //!
-//! r570 firmware expects no answer to this message: it watches its own core, which the
-//! sequence restarts. The virtual GSP has no core to watch, so the driver answers with a
-//! `GSP_RUN_CPU_SEQUENCER` command of its own ([`SequencerDone`]): the errno, how many
-//! commands ran, the index of the one refused, and the register save area. This is the
-//! project's convention, numbered with the firmware's function so that nothing else
-//! could mistake it.
+//! r570 firmware expects no answer: it watches its own core, which the sequence
+//! restarts. The virtual GSP has no core to watch, so the driver answers with a
+//! `GSP_RUN_CPU_SEQUENCER` command of its own ([`SequencerDone`]), a project convention
+//! numbered with the firmware's function so nothing else could mistake it.
 //!
 //! # The GSP's core
 //!
-//! On a GPU, the core operations are the falcon dance of nova-core's boot (resetting the
-//! GSP's falcon, restarting it through SEC2). The virtual GPU has no falcon; the
-//! operations act on the GSP falcon's registers in BAR0 ([`FALCON_CPUCTL`],
-//! [`FALCON_ENGINE`]) as their effect would be seen there, which a test bench can
-//! observe and drive (a core halts when something sets `CPUCTL.HALTED`).
+//! On a GPU the core operations are nova-core's falcon reset and SEC2 restart. The
+//! virtual GPU has no falcon: they act on the GSP falcon's registers in BAR0
+//! ([`FALCON_CPUCTL`], [`FALCON_ENGINE`]), which a test bench observes and drives (a core
+//! halts when something sets `CPUCTL.HALTED`).
 
 use kernel::{
     io::poll::read_poll_timeout,
@@ -80,8 +71,7 @@ use crate::{
 /// Words in the header's register save area (`regSaveArea`).
 pub const REG_SAVE_AREA: usize = 8;
 
-/// The longest delay or poll a command may ask for, in microseconds: 4 s, the
-/// firmware's own default poll timeout.
+/// The longest delay or poll a command may ask for: 4 s, the firmware's default.
 pub const MAX_WAIT_US: u32 = 4_000_000;
 
 /// How long `CORE_WAIT_FOR_HALT` waits for the core to halt.
@@ -98,8 +88,7 @@ pub const FALCON_ENGINE: usize = 0x0011_03c0;
 /// `ENGINE.RESET`: holds the falcon in reset while set.
 pub(crate) const ENGINE_RESET: u32 = 1;
 
-/// The fixed part of `GSP_RUN_CPU_SEQUENCER` (r570's `rpc_run_cpu_sequencer_v17_00`);
-/// the command buffer's words follow it.
+/// The fixed part of `GSP_RUN_CPU_SEQUENCER` (r570's `rpc_run_cpu_sequencer_v17_00`).
 #[repr(C)]
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
@@ -146,8 +135,7 @@ pub enum SeqCmd {
         mask: u32,
         /// What they must become.
         val: u32,
-        /// How long to wait, in microseconds; 0 for the firmware's default,
-        /// [`MAX_WAIT_US`].
+        /// How long to wait, in microseconds; 0 for [`MAX_WAIT_US`].
         timeout_us: u32,
         /// The firmware's status code for a poll that timed out (reported back).
         error: u32,
@@ -187,8 +175,7 @@ impl SeqCmd {
         }
     }
 
-    /// Decodes the command at the start of `words`; returns it and how many words it
-    /// takes.
+    /// Decodes the command at the start of `words`; returns it and its length in words.
     ///
     /// # Errors
     ///
@@ -261,8 +248,7 @@ impl SeqCmd {
     }
 }
 
-/// A sequence the GSP asked for: its header and its command buffer's bytes, as received
-/// (checked when it runs, so that a bad one is refused with a reply).
+/// A sequence the GSP asked for, as received (checked when run, so a bad one gets a reply).
 pub struct RunCpuSequencer {
     /// The header.
     pub header: RunCpuSequencerHeader,
@@ -276,9 +262,8 @@ impl MessageFromGsp for RunCpuSequencer {
     const FUNCTION: MsgFunction = MsgFunction::GSP_RUN_CPU_SEQUENCER;
     type Message = RunCpuSequencerHeader;
 
-    /// Keeps the words after the header as they came, however many; [`run`] checks them
-    /// against the header, so that a bad buffer is refused with an answer rather than
-    /// failing the receive.
+    /// Keeps the words after the header as they came; [`run`] checks them, so a bad
+    /// buffer gets an answer rather than failing the receive.
     fn read(header: &RunCpuSequencerHeader, rest: &[u8]) -> Result<Self> {
         let mut words = KVec::with_capacity(rest.len() / 4, GFP_KERNEL)?;
         for w in rest.chunks_exact(4) {
@@ -385,8 +370,7 @@ impl SeqCmd {
     }
 }
 
-/// Runs `seq` against `bar`, up to its first bad command (see the module
-/// documentation).
+/// Runs `seq` against `bar`, up to its first bad command.
 pub fn run(bar: &impl Bar0Registers, seq: &RunCpuSequencer) -> SeqOutcome {
     let mut out = SeqOutcome {
         result: Ok(()),
@@ -417,8 +401,7 @@ pub fn run(bar: &impl Bar0Registers, seq: &RunCpuSequencer) -> SeqOutcome {
             }
         }
     }
-    // A partial word after the buffer is refused too, after the commands before it ran:
-    // the firmware sends whole words.
+    // The firmware sends whole words: refuse a partial one, after the commands ran.
     if seq.ragged && len == seq.words.len() {
         out.result = Err(EMSGSIZE);
         out.failed_at = Some(out.executed);
@@ -426,8 +409,7 @@ pub fn run(bar: &impl Bar0Registers, seq: &RunCpuSequencer) -> SeqOutcome {
     out
 }
 
-/// The driver's answer to `GSP_RUN_CPU_SEQUENCER` (the project's, see the module
-/// documentation).
+/// The driver's answer to `GSP_RUN_CPU_SEQUENCER` (ours, see the module documentation).
 #[repr(C)]
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,

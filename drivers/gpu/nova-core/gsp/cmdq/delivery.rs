@@ -1,55 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Delivery: which wait takes the messages off `gspq`, and where each one goes (see
-//! "Sharing" in the `cmdq` documentation).
+//! Delivery: which wait takes messages off `gspq`, and where each goes (see "Sharing" in
+//! the `cmdq` documentation).
 //!
-//! Whichever wait takes a message off the ring (the receiver) hands it over here, under
-//! the `events` or the `replies` lock, then wakes the waits it is for:
+//! The receiver hands each message over here, under `events` or `replies`, and wakes the
+//! waits it is for:
 //!
-//! - an event goes to the handler registered for its function ([`EventHandler`]), in
-//!   arrival order;
-//! - a reply to a command whose caller awaits it ([`Replies::expect`]) is kept for that
-//!   caller, found by [`ReplyMatch`], and so is the refusal of a message known to be that
-//!   reply ([`Replies::hand_over_rejection`]);
-//! - any other message, and the refusal of a malformed element, is queued for the waits
-//!   that take whatever comes next (`Cmdq::receive`), oldest first: a message while fewer
-//!   than 64 are queued (the reply to a command sent with `Cmdq::post` is received later
-//!   by its caller), an event without a handler, a message of a function the driver does
-//!   not know or a refusal only while such a wait runs;
-//! - else it is dropped, counted ([`DeliveryCounts`]; an event without a handler in
-//!   [`EventCounts`]) and logged.
+//! - an event to its [`EventHandler`], in arrival order;
+//! - a reply, or the refusal of a message known to be one, to its caller
+//!   ([`Replies::expect`], [`ReplyMatch`]);
+//! - anything else, and a malformed element's refusal, to the waits that take any
+//!   message, oldest first: a possible reply while fewer than [`UNCLAIMED_MAX`] are queued
+//!   (for a later `Cmdq::post` caller), the rest only while such a wait runs;
+//! - else it is dropped, counted ([`DeliveryCounts`], [`EventCounts`]) and logged; so is
+//!   a reply whose caller stopped waiting.
 //!
-//! A caller that stops waiting (its timeout) leaves its command marked abandoned, so that
-//! a late reply is known for what it is and dropped, rather than handed to a wait that
-//! takes any message.
-//!
-//! The receive asks here, as each message's head comes, how long its reader expects it
-//! to be ([`Replies::expected_len`]): the length noted for a reply when its command was
-//! sent ([`Replies::note_len`]). See "Split RPCs" in the `cmdq` documentation.
-//!
-//! The functions the driver knows are r570's and those it has sent commands of (a test
-//! bench's own, [`Replies::note_sent`]): a message of any other function answers none of
-//! its commands.
+//! The receive asks here for each message's expected length ([`Replies::expected_len`]).
+//! The driver knows r570's functions and those it sent ([`Replies::note_sent`]).
 //!
 //! # Events
 //!
-//! An event is a message the GSP sends unasked (r570's `NV_VGPU_MSG_EVENT_*`). A handler
-//! is registered per event function and called for every such event, in arrival order,
-//! by whichever wait takes it off the ring: a send waiting for its reply or for ring
-//! space, a receive, the bring-up's waits. Taking an event off the ring and handing it
-//! over happen under the receive lock, so none is lost or seen twice, and one handler call
-//! ends before the next begins. An event nobody registered for goes to a wait that takes
-//! any message if one runs; else, or when such a wait passes it over, it is counted
+//! An event is a message the GSP sends unasked (r570's `NV_VGPU_MSG_EVENT_*`). Its
+//! handler is called by the receiver under the receive lock, so none is lost or seen
+//! twice and calls do not overlap; the receiver may be mid-send, so a handler must not
+//! use the queue. An event without a handler that no wait takes is counted
 //! ([`EventCounts::unhandled`]) and logged at debug level.
 //!
-//! A handler runs on the receiver's thread with the receive lock held, and that thread may
-//! be a caller in the middle of a send: it must not use the queue (it would wait for
-//! itself).
-//!
-//! Handlers are `&'static`, as a kernel notifier block is: the object lives as long as
-//! the driver, and keeps its own state behind interior mutability (it is `Sync`, since
-//! any thread that receives may call it). This is also why a handler is not a boxed
-//! closure: the shim's `KBox` cannot become a `KBox<dyn Trait>` on a stable compiler.
+//! Handlers are `&'static`, like a kernel notifier block, and `Sync`, keeping their state
+//! behind interior mutability. Not a boxed closure: the shim's `KBox` cannot become a
+//! `KBox<dyn Trait>` on a stable compiler.
 
 use kernel::{
     device::{
@@ -94,8 +73,7 @@ pub trait EventHandler: Sync {
 pub struct EventCounts {
     /// Events handed to a handler.
     pub dispatched: u64,
-    /// Events that arrived with no handler registered for their function and that no wait
-    /// took.
+    /// Events without a handler that no wait took.
     pub unhandled: u64,
 }
 
@@ -140,15 +118,13 @@ impl Events {
         Ok(())
     }
 
-    /// Returns the handler of events of `function`, if there is one, counting the event
-    /// about to be handed to it.
+    /// Returns the handler of `function`, if any, counting the event handed to it.
     fn take_for(&mut self, function: u32) -> Option<&'static dyn EventHandler> {
         let registered = self.handlers.iter_mut().find(|r| r.function == function)?;
         registered.dispatched += 1;
         Some(registered.handler)
     }
 
-    /// Returns the counts.
     fn counts(&self) -> EventCounts {
         EventCounts {
             dispatched: self.handlers.iter().map(|r| r.dispatched).sum(),
@@ -174,21 +150,17 @@ fn is_event(function: u32) -> bool {
 /// The most functions outside r570's remembered as sent ([`Replies::note_sent`]).
 const SENT_MAX: usize = 16;
 
-/// The most messages kept for the waits that take any message; beyond it they are
-/// dropped. Such a wait takes them one at a time, and the skipping waits drain them.
+/// The most messages kept for the waits that take any message.
 const UNCLAIMED_MAX: usize = 64;
 
-/// The most abandoned commands remembered; beyond it the oldest is forgotten (its reply,
-/// if it ever comes, is then a message nobody awaits).
+/// The most abandoned commands remembered; an older one's reply is unawaited.
 const ABANDONED_MAX: usize = 64;
 
-/// The wait queues of the waits for replies: the reply to command `sequence` is waited
-/// for on queue `sequence % REPLY_QUEUES`, so that handing a reply over wakes its caller
-/// and few others. The waits that take any message have a queue of their own, the last.
+/// The wait queues for replies: command `sequence`'s caller sleeps on queue
+/// `sequence % REPLY_QUEUES`, so a reply wakes few others.
 const REPLY_QUEUES: usize = 8;
 
-/// The number of wait queues: [`REPLY_QUEUES`], then the one of the waits that take any
-/// message.
+/// The number of wait queues: [`REPLY_QUEUES`], then the any-message queue.
 const WAIT_QUEUES: usize = REPLY_QUEUES + 1;
 
 /// What a wait waits for.
@@ -198,7 +170,7 @@ pub(super) enum Want {
     Reply(u32),
     /// The next message (or refusal) no one awaits.
     Any,
-    /// Nothing: a receive that takes what is published off the ring for the others.
+    /// Nothing: a send making room takes messages off the ring for others.
     Nothing,
 }
 
@@ -216,24 +188,20 @@ impl Want {
 /// How a reply is matched with the command it answers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ReplyMatch {
-    /// By `rpc.sequence`, which the GSP copies from the command into its reply (the
-    /// virtual GSP does): exact, in whatever order the replies come.
+    /// By `rpc.sequence`, which the GSP copies into its reply (the virtual GSP does).
     #[default]
     Sequence,
-    /// By order: a reply goes to the oldest awaited command of its function, whatever its
-    /// `rpc.sequence`. Exact for a GSP that answers commands one at a time, in the order it
-    /// consumed them (as GSP firmware does), provided every command that gets a reply is
-    /// sent with its reply awaited (`Cmdq::submit`), never with `Cmdq::post`.
+    /// By order: to the oldest awaited command of its function. Exact for a GSP that
+    /// answers in order (as firmware does) if every answered command is sent with
+    /// `Cmdq::submit`; a dropped reply shifts later ones onto the wrong callers.
     InOrder,
 }
 
-/// The most reply lengths noted ([`Replies::note_len`]); beyond it the oldest is forgotten
-/// (its reply, if it ever comes, is then reassembled as a message no one expects).
+/// The most reply lengths noted ([`Replies::note_len`]); beyond it the oldest is forgotten.
 const LENGTHS_MAX: usize = 64;
 
 /// A command whose reply a caller awaits.
 struct Awaited {
-    /// Its `rpc.sequence`.
     sequence: u32,
     /// The function of its reply.
     function: u32,
@@ -265,8 +233,7 @@ pub struct DeliveryCounts {
     pub unclaimed: u64,
     /// Replies that came after their caller stopped waiting.
     pub late: u64,
-    /// Messages and refusals nobody waited for (events without a handler excepted, which
-    /// the event counts count).
+    /// Messages and refusals nobody waited for, but events without a handler.
     pub dropped: u64,
 }
 
@@ -274,8 +241,8 @@ pub struct DeliveryCounts {
 ///
 /// # Invariants
 ///
-/// `awaited` is in the order the commands were sent (each is added under the send lock
-/// before its command is published); at most one entry has a given `sequence`.
+/// - `awaited` is in sending order.
+/// - At most one entry of `awaited` has a given `sequence`.
 struct Replies {
     /// Whether a wait is taking messages off the ring (it holds `Cmdq::rx` meanwhile).
     receiving: bool,
@@ -285,27 +252,21 @@ struct Replies {
     listeners: usize,
     /// Why the last receive failed, or `None` if it succeeded.
     last_fault: Option<Fault>,
-    /// How replies are matched.
     matching: ReplyMatch,
     /// What was handed over so far.
     counts: DeliveryCounts,
     awaited: KVec<Awaited>,
     unclaimed: KVec<Result<GspMessage>>,
-    /// The payload lengths of replies still to come, where their command said
-    /// ([`Replies::note_len`]): `(rpc.sequence, function, length)`, oldest first.
+    /// Noted reply lengths, `(rpc.sequence, function, length)`, oldest first.
     lengths: KVec<(u32, u32, usize)>,
-    /// The functions outside r570's that commands were sent with, and their replies
-    /// awaited with ([`Replies::note_sent`]), oldest first: the driver knows them (a test
-    /// bench's own), so their messages may answer its commands.
+    /// The functions outside r570's sent or awaited ([`Replies::note_sent`]), oldest first.
     sent: [u32; SENT_MAX],
     /// How many of `sent` are noted.
     sent_len: usize,
 }
 
 impl Replies {
-    /// Nothing awaited, nothing kept, nobody receiving; room for the most messages kept
-    /// ([`UNCLAIMED_MAX`]) and reply lengths noted ([`LENGTHS_MAX`]) is allocated now, so
-    /// that handing a message over never allocates and never drops one for want of memory.
+    /// Allocates room for [`UNCLAIMED_MAX`] messages and [`LENGTHS_MAX`] lengths.
     ///
     /// # Errors
     ///
@@ -332,10 +293,9 @@ impl Replies {
         })
     }
 
-    /// Notes that the reply, of `function`, to the command `sequence` about to be sent has
-    /// `len` payload bytes: a split reply is whole at that length, and refused shorter.
-    /// The oldest note is forgotten beyond [`LENGTHS_MAX`], and so is a note that cannot
-    /// be kept: the reply is then reassembled as the GSP's elements delimit it.
+    /// Notes that the reply (of `function`) to command `sequence` has `len` payload bytes.
+    /// A note past [`LENGTHS_MAX`], or that cannot be kept, is forgotten: the reply is
+    /// then delimited by its elements.
     fn note_len(&mut self, sequence: u32, function: u32, len: usize) {
         self.lengths.retain(|&mut (s, _, _)| s != sequence);
         if self.lengths.len() >= LENGTHS_MAX {
@@ -344,9 +304,7 @@ impl Replies {
         let _ = self.lengths.push((sequence, function, len), GFP_KERNEL);
     }
 
-    /// Notes that a command of `function`, or awaiting a reply of it, is about to be
-    /// sent: a function outside r570's is known from then on. Past [`SENT_MAX`] such
-    /// functions the oldest is forgotten.
+    /// Notes that `function` is sent or awaited, so known (the last [`SENT_MAX`]).
     fn note_sent(&mut self, function: MsgFunction) {
         let number = u32::from(function);
         if function.is_r570() || self.sent[..self.sent_len].contains(&number) {
@@ -360,22 +318,17 @@ impl Replies {
         self.sent_len += 1;
     }
 
-    /// Whether the driver knows `function`, a number of the wire: r570's, or one it sent
-    /// a command of ([`Replies::note_sent`]).
+    /// Whether the driver knows wire `function`: r570's, or [`Replies::note_sent`]'s.
     fn knows(&self, function: u32) -> bool {
         MsgFunction(function).is_r570() || self.sent[..self.sent_len].contains(&function)
     }
 
-    /// Whether a message of `function`, a number of the wire, may answer a command of the
-    /// driver's: not an event's, and one the driver knows (the GSP answers a command with
-    /// its own function).
+    /// Whether a message of wire `function` may answer a command: known, not an event.
     fn may_answer(&self, function: u32) -> bool {
         !is_event(function) && self.knows(function)
     }
 
-    /// The index in `lengths` of the length noted for the reply of `function` and
-    /// `rpc.sequence`, matched as [`ReplyMatch`] says. An event answers no command, nor
-    /// does a message of an unknown function.
+    /// The index in `lengths` of the note for `function` and `sequence`, per [`ReplyMatch`].
     fn noted_len(&self, function: u32, sequence: u32) -> Option<usize> {
         if !self.may_answer(function) {
             return None;
@@ -389,24 +342,21 @@ impl Replies {
         }
     }
 
-    /// The payload length expected of the message of `function` and `rpc.sequence`
-    /// whose head is being received, if its command said: the length noted for the reply
-    /// it is. The note stays until the head is consumed ([`Replies::used_len`]).
+    /// The noted length of the message of `function` and `sequence`, kept until
+    /// [`Replies::used_len`].
     fn expected_len(&self, function: u32, sequence: u32) -> Option<usize> {
         let i = self.noted_len(function, sequence)?;
         self.lengths.get(i).map(|&(_, _, len)| len)
     }
 
-    /// Forgets the length noted for the reply of `function` and `rpc.sequence`, whose head
-    /// was consumed.
+    /// Forgets the note for `function` and `rpc.sequence`, whose head was consumed.
     fn used_len(&mut self, function: u32, sequence: u32) {
         if let Some(i) = self.noted_len(function, sequence) {
             let _ = self.lengths.remove(i);
         }
     }
 
-    /// Notes that a caller awaits the reply, of `function`, to the command `sequence`
-    /// about to be sent.
+    /// Notes that a caller awaits the reply (of `function`) to command `sequence`.
     ///
     /// # Errors
     ///
@@ -417,8 +367,8 @@ impl Replies {
         if self.awaited.iter().any(|a| a.sequence == sequence) {
             return Err(EBUSY);
         }
-        // INVARIANT: added under the send lock, before the command is published, so in
-        // the order of sending; its sequence is not awaited yet.
+        // INVARIANT: added under the send lock before publishing, so in sending order;
+        // `sequence` is not awaited yet (checked above).
         self.awaited.push(
             Awaited {
                 sequence,
@@ -431,8 +381,7 @@ impl Replies {
         Ok(())
     }
 
-    /// Notes that the caller of command `sequence` no longer waits: a reply already
-    /// handed over is dropped, one still to come will be.
+    /// Notes that command `sequence`'s caller no longer waits; its reply is dropped.
     fn abandon(&mut self, sequence: u32) {
         let Some(i) = self.awaited.iter().position(|a| a.sequence == sequence) else {
             return;
@@ -451,8 +400,7 @@ impl Replies {
         }
     }
 
-    /// The first wait queue on which a wait sleeps, if any: one of them takes over the
-    /// ring when nobody receives.
+    /// The first wait queue with a sleeper, if any.
     fn a_sleeping_queue(&self) -> Option<usize> {
         self.sleepers.iter().position(|&n| n > 0)
     }
@@ -506,10 +454,8 @@ impl Replies {
         !self.unclaimed.is_empty()
     }
 
-    /// Hands over `msg`, just taken off the ring; `event` says whether it is an event
-    /// (events answer no command, so they are never taken for a reply: they carry
-    /// `rpc.sequence` 0, which a command has too). A message of a function the driver does
-    /// not know answers none of its commands either ([`Replies::may_answer`]).
+    /// Hands over `msg`, just taken off the ring. An `event` is never a reply (its
+    /// `rpc.sequence` 0 may be a command's), nor is an unknown function's message.
     fn hand_over(&mut self, msg: GspMessage, event: bool) -> Handed {
         let (function, sequence) = (msg.function, msg.sequence);
         let reply = !event && self.may_answer(function);
@@ -520,10 +466,8 @@ impl Replies {
                 Err(back) => back,
             },
         };
-        // A message that may be a reply is kept even while no wait takes any: it may be the
-        // reply to a command sent with `post`, whose caller receives it later. An event
-        // without a handler, or a message of an unknown function, is kept only for a wait
-        // that runs.
+        // A possible reply is kept for a later `post` caller; anything else only for a
+        // running wait.
         if self.queue_unclaimed(item, reply) {
             return Handed::Unclaimed;
         }
@@ -533,10 +477,8 @@ impl Replies {
         Handed::Dropped
     }
 
-    /// Hands `reply`, a message of `function` answering command `sequence` or its
-    /// refusal, to the caller awaiting it as [`ReplyMatch`] says: [`Handed::Reply`], or
-    /// [`Handed::Late`] if that caller stopped waiting (the reply is dropped). Gives
-    /// `reply` back if nobody awaits it.
+    /// Hands `reply` (or its refusal) to its caller per [`ReplyMatch`]: [`Handed::Reply`],
+    /// or [`Handed::Late`] (dropped) if it stopped waiting. Gives it back if unawaited.
     fn hand_to_caller(
         &mut self,
         function: u32,
@@ -566,9 +508,8 @@ impl Replies {
         Ok(Handed::Reply(self.awaited[i].sequence))
     }
 
-    /// Hands over the refusal `err` of a message of `function` and `rpc.sequence` just
-    /// taken off the ring: to the caller awaiting it as its reply, if one does, else as
-    /// [`Replies::hand_over_refusal`] does ([`Handed::Unclaimed`] or [`Handed::Dropped`]).
+    /// Hands over the refusal `err` of a message of `function` and `rpc.sequence`: to its
+    /// caller if awaited, else as [`Replies::hand_over_refusal`].
     fn hand_over_rejection(&mut self, err: Error, function: u32, sequence: u32) -> Handed {
         if self.may_answer(function) {
             if let Ok(handed) = self.hand_to_caller(function, sequence, Err(err)) {
@@ -581,9 +522,7 @@ impl Replies {
         }
     }
 
-    /// Hands over the refusal `err` of an element just taken off the ring: queued for
-    /// the waits that take any message if one runs (returns `true`), else counted as
-    /// dropped.
+    /// Hands over an element's refusal `err`: queued for a running wait, else dropped.
     fn hand_over_refusal(&mut self, err: Error) -> bool {
         if self.queue_unclaimed(Err(err), false) {
             return true;
@@ -592,8 +531,7 @@ impl Replies {
         false
     }
 
-    /// Queues `item` for the waits that take any message, if one runs (or `kept`, for a
-    /// later one) and there is room.
+    /// Queues `item` for the waits that take any message, if one runs or `kept`.
     fn queue_unclaimed(&mut self, item: Result<GspMessage>, kept: bool) -> bool {
         if (self.listeners == 0 && !kept) || self.unclaimed.len() >= UNCLAIMED_MAX {
             return false;
@@ -606,9 +544,7 @@ impl Replies {
     }
 }
 
-/// Where the messages taken off `gspq` go, and the waits they go to: the event handlers,
-/// the replies awaited and the messages no one awaits, each under a lock of its own, and
-/// the wait queues.
+/// Where messages taken off `gspq` go: event handlers, replies, and the wait queues.
 #[pin_data]
 pub(super) struct Delivery {
     /// The device, for its log.
@@ -619,15 +555,12 @@ pub(super) struct Delivery {
     /// What the waits share: the replies awaited and the messages handed over.
     #[pin]
     replies: Mutex<Replies>,
-    /// The wait queues ([`WAIT_QUEUES`]): a wait that does not receive sleeps on the one of
-    /// what it waits for ([`Want::queue`]), woken when it is handed over, or when nobody
-    /// receives any more and it may take over.
+    /// The wait queues ([`Want::queue`]).
     queues: KVec<Pin<KBox<CondVar>>>,
 }
 
 impl Delivery {
-    /// Nothing registered, awaited or kept; everything handing a message over needs is
-    /// allocated now, once: no message is dropped for want of memory later.
+    /// Allocates all that handing over needs, so no message is dropped for want of memory.
     ///
     /// # Errors
     ///
@@ -688,7 +621,6 @@ impl Delivery {
         fault.errno()
     }
 
-    /// Sets how replies are matched with their commands.
     pub(super) fn set_matching(&self, matching: ReplyMatch) {
         self.replies.lock().matching = matching;
     }
@@ -698,9 +630,8 @@ impl Delivery {
         self.replies.lock().knows(function.into())
     }
 
-    /// Notes what the command `sequence` of `function`, about to be sent (its head not
-    /// published yet), is answered with: a reply of function `reply` its caller awaits,
-    /// if given, of `reply_len` (its function and payload length) if given.
+    /// Notes, before its head is published, what command `sequence` of `function` is
+    /// answered with: an awaited `reply` and its length `reply_len`, if given.
     ///
     /// # Errors
     ///
@@ -727,8 +658,7 @@ impl Delivery {
         Ok(())
     }
 
-    /// Notes that the command `sequence`, whose reply its caller awaits, failed to send:
-    /// with its head `published`, a reply may still come and is late; else none will.
+    /// Notes that awaited command `sequence` failed to send; if `published`, a reply is late.
     pub(super) fn unsent(&self, sequence: u32, published: bool) {
         let mut replies = self.replies.lock();
         match published {
@@ -742,10 +672,7 @@ impl Delivery {
         self.replies.lock().abandon(sequence);
     }
 
-    /// Takes one message already published off the ring, without waiting, if no wait is
-    /// receiving, and hands it over: `receive` takes messages off the ring until what it
-    /// is given is there (nothing, here). For a send that waits for ring space, with `tx`
-    /// held (the lock order allows `rx` after it).
+    /// Takes published messages off the ring, if no wait receives, for a send with `tx` held.
     pub(super) fn take_published(
         &self,
         receive: impl FnOnce(Want, &mut Budget) -> core::result::Result<(), Fault>,
@@ -768,16 +695,14 @@ impl Delivery {
         self.pass_on(&replies);
     }
 
-    /// Wakes the waits on queue `queue`, if any sleeps there. `replies` is held, so none
-    /// can be between its look and its sleep.
+    /// Wakes queue `queue`'s sleepers. `replies` is held, so none is between look and sleep.
     fn wake(&self, replies: &Replies, queue: usize) {
         if replies.sleepers[queue] > 0 {
             self.queues[queue].notify_all();
         }
     }
 
-    /// Wakes the waits on the queue of whoever was `handed` something, if any. `replies`
-    /// is held.
+    /// Wakes whoever was `handed` something. `replies` is held.
     fn wake_for(&self, replies: &Replies, handed: Handed) {
         match handed {
             Handed::Reply(sequence) => self.wake(replies, Want::Reply(sequence).queue()),
@@ -786,10 +711,8 @@ impl Delivery {
         }
     }
 
-    /// If nobody receives, wakes one wait asleep on a queue, so that it takes over the
-    /// ring: called whenever a wait stops receiving or ends. One suffices: the wait woken
-    /// either finds what it waits for, and passes on in turn as it ends, or receives.
-    /// `replies` is held.
+    /// If nobody receives, wakes one sleeper to take over (it receives or passes on as it
+    /// ends). `replies` is held.
     fn pass_on(&self, replies: &Replies) {
         if !replies.receiving {
             if let Some(queue) = replies.a_sleeping_queue() {
@@ -798,16 +721,14 @@ impl Delivery {
         }
     }
 
-    /// Waits within `budget` until what `want` names is handed over, and takes it:
-    /// receiving with `receive` while no other wait does, else asleep on its wait queue
-    /// (see "Sharing").
+    /// Waits within `budget` for what `want` names, receiving with `receive` while no
+    /// other wait does, else asleep on its queue (see "Sharing").
     ///
     /// # Errors
     ///
     /// - `ETIMEDOUT` if `budget` runs out first.
     /// - `ERESTARTSYS` if a signal ended the sleep.
-    /// - The ring's errors while this wait receives, and for [`Want::Any`] an element's
-    ///   refusal.
+    /// - The ring's errors while receiving; for [`Want::Any`], an element's refusal.
     pub(super) fn wait(
         &self,
         want: Want,
@@ -855,8 +776,7 @@ impl Delivery {
         got
     }
 
-    /// Hands `msg`, just taken off the ring by the receiver, to whoever it is for;
-    /// returns whether what `want` names is now there.
+    /// Hands `msg` to whoever it is for; returns whether `want` is now there.
     pub(super) fn hand_over(&self, msg: GspMessage, want: Want) -> bool {
         let event = is_event(msg.function);
         if event {
@@ -897,8 +817,7 @@ impl Delivery {
         ready
     }
 
-    /// Hands the refusal of an element, for `fault`, to the waits that take any message;
-    /// returns whether what `want` names is now there.
+    /// Hands an element's refusal for `fault` over; returns whether `want` is now there.
     pub(super) fn refuse(&self, fault: Fault, want: Want) -> bool {
         let mut replies = self.replies.lock();
         replies.last_fault = Some(fault);
@@ -914,9 +833,8 @@ impl Delivery {
         ready
     }
 
-    /// Hands the refusal of a message of `function` and `rpc.sequence`, for `fault`, to
-    /// the caller awaiting it as its reply, or else to the waits that take any message;
-    /// returns whether what `want` names is now there.
+    /// Hands a message's refusal for `fault` to its caller, else to the waits that take
+    /// any message; returns whether `want` is now there.
     pub(super) fn reject(&self, fault: Fault, function: u32, sequence: u32, want: Want) -> bool {
         let mut replies = self.replies.lock();
         replies.last_fault = Some(fault);
@@ -936,15 +854,12 @@ impl Delivery {
         ready
     }
 
-    /// Logs a valid element that is no message's, skipped for `fault`: no error for the
-    /// waiter.
+    /// Logs a stray element skipped for `fault`; no error for the waiter.
     pub(super) fn skip(&self, fault: Fault) {
         dev_warn!(self.dev, "gsp: element skipped: {}\n", fault.reason());
     }
 
-    /// Logs a message of `function`, a number the driver does not know, that a wait skips
-    /// (it answers none of the driver's commands), as RM's `_kgspProcessRpcEvent()` logs
-    /// and ignores a message it does not expect.
+    /// Logs a skipped message of unknown `function`, as RM's `_kgspProcessRpcEvent()` does.
     pub(super) fn skip_unknown(&self, function: u32, sequence: u32) {
         dev_warn!(
             self.dev,
@@ -965,8 +880,7 @@ impl Delivery {
         );
     }
 
-    /// Notes `msg`, which a wait that takes any message passed over: logged if the driver
-    /// does not know its function, counted as an event without a handler if it is one.
+    /// Notes `msg`, passed over: logged if of an unknown function, counted if an event.
     pub(super) fn passed_over(&self, msg: &GspMessage) {
         if !self.replies.lock().knows(msg.function) {
             self.skip_unknown(msg.function, msg.sequence);
@@ -975,8 +889,7 @@ impl Delivery {
         }
     }
 
-    /// Runs `f` as a wait that takes any message: messages no one awaits are kept for it
-    /// meanwhile (events without a handler among them).
+    /// Runs `f` as a wait that takes any message, keeping unawaited messages meanwhile.
     pub(super) fn listening<R>(&self, f: impl FnOnce() -> R) -> R {
         self.replies.lock().listeners += 1;
         let r = f();
@@ -985,8 +898,7 @@ impl Delivery {
     }
 }
 
-/// The lengths the readers expect, as the receive asks for them: with `rx` held, as the
-/// lock order allows.
+/// The lengths the readers expect, asked with `rx` held (in lock order).
 impl Expected for Delivery {
     fn len(&self, function: u32, sequence: u32) -> Option<usize> {
         self.replies.lock().expected_len(function, sequence)

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The wait policy: how long a wait looks, spins and naps, and the one budget of a
-//! whole wait.
+//! The wait policy: looks, spins and naps, and one budget per wait.
 
 use kernel::{
     io::poll::read_poll_timeout,
@@ -15,37 +14,31 @@ use kernel::{
 
 /// How long a command waits for ring space.
 pub(crate) const SEND_TIMEOUT: Delta = Delta::from_secs(1);
-/// How long a receive waits for the element after a full one, whatever is left of its
-/// caller's timeout, a zero timeout included: if none comes, the message is whole
-/// ([`Delimiter`]). The GSP writes a split message's records one after the other, so one
-/// that is coming comes well within it.
+/// How long a receive waits for the element after a full one, whatever the caller's
+/// timeout (zero included); if none comes, the message is whole ([`Delimiter`]). The GSP
+/// writes a split message's records back to back, well within it.
 ///
 /// [`Delimiter`]: crate::gsp::fw::element::Delimiter
 pub const RECORD_TIMEOUT: Delta = Delta::from_millis(100);
-/// How long a wait looks at the queue back to back before it starts to sleep: a busy GSP
-/// answers within it, and then the wait adds no latency.
+/// How long a wait looks back to back before it sleeps; a busy GSP answers within it.
 const SPIN_BUDGET: Delta = Delta::from_micros(100);
 /// The pause between looks while spinning (`ndelay` in a kernel, with a reschedule).
 const SPIN_STEP: Delta = Delta::from_nanos(1);
-/// The sleep between looks after `SPIN_BUDGET` (`usleep_range(50, 100)` in a kernel):
-/// an idle wait wakes every 50 to 100 us instead of burning its CPU, and sees a message
-/// at most that late.
+/// The sleep between looks after `SPIN_BUDGET` (`usleep_range(50, 100)` in a kernel), so
+/// an idle wait does not burn its CPU.
 pub const NAP: Delta = Delta::from_micros(50);
 
-/// A wait's timeout, whose clock starts only when a look first finds the queue not
-/// ready: a busy queue is served without reading the clock at all.
+/// A wait's timeout, whose clock starts when a look first finds the queue not ready.
 ///
-/// One budget covers a whole wait, however many messages it receives on the way: a
-/// caller that skips events (log lines, say) until its reply arrives keeps passing the
-/// same budget (`Cmdq::receive`), so no stream of events can hold it beyond its timeout.
+/// One budget covers a whole wait however many messages it skips, so no stream of events
+/// holds a caller beyond its timeout.
 pub struct Budget {
     timeout: Delta,
     start: Option<Instant<Monotonic>>,
 }
 
 impl Budget {
-    /// Creates a budget of `timeout`; the clock starts at the first look that finds the
-    /// queue not ready.
+    /// Creates a budget of `timeout`, its clock not yet started.
     pub fn new(timeout: Delta) -> Self {
         Self {
             timeout,
@@ -81,7 +74,7 @@ pub(super) fn poll_queue<T>(
     mut cond: impl FnMut(&T) -> bool,
     budget: &mut Budget,
 ) -> Result<T> {
-    // One look before the clock is read: a busy queue is usually ready.
+    // One look before reading the clock: a busy queue is usually ready.
     let val = op()?;
     if cond(&val) {
         return Ok(val);

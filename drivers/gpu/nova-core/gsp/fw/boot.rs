@@ -1,21 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What the GSP is told at boot about its queues: the PTE page that maps the shared
-//! memory for it, and the boot arguments that name that memory and the queues in it.
-//! Re-exported by `gsp::fw`, where upstream has its own.
+//! What the GSP is told at boot about its queues: the PTE page mapping the shared memory,
+//! and the boot arguments naming it. Re-exported by `gsp::fw`.
 //!
 //! # The PTE page
 //!
-//! The first page maps the region for the GSP: entry `i` holds the bus address of page
-//! `i` of `GspMem`, for its [`GSP_MEM_PAGES`] (0x81) pages. That is also the number of
-//! entries upstream's message-queue init arguments hand the firmware
-//! (`pageTableEntryCount` = `size_of::<GspMem>() >> GSP_PAGE_SHIFT`): the entries past
-//! it are not part of the mapping the firmware is given.
+//! Entry `i` holds the bus address of page `i` of `GspMem`, for its [`GSP_MEM_PAGES`]
+//! (0x81) pages, the `pageTableEntryCount` the firmware is given.
 //!
-//! Upstream 7.3 fills all 512 entries with `base + (i << 12)`, so its entries 0x81 to
-//! 0x1ff hold addresses past the end of the allocation. This crate deliberately writes 0
-//! there ([`gsp_mem_pte`]): the 0x81 entries the firmware is given are the same, and no
-//! entry names memory outside the region.
+//! Differs from upstream 7.3 on purpose: upstream fills all 512 entries with
+//! `base + (i << 12)`, naming memory past the allocation; we write 0 past entry 0x80
+//! ([`gsp_mem_pte`]). The entries the firmware uses are the same.
 
 use zerocopy_derive::{
     FromBytes,
@@ -37,13 +32,9 @@ use crate::num::{
     FromSafeCast, //
 };
 
-/// Returns entry `index` of the PTE page of a `GspMem` at bus address `base`: the bus
-/// address of its page `index`, or 0 past its last page. (One entry at a time: the whole
-/// page is 4 KiB, too much for a kernel stack.)
-///
-/// Upstream writes `base + (index << 12)` for every index, past the last page too; the
-/// firmware is given only the first [`GSP_MEM_PAGES`] entries, which are the same here
-/// (see "The PTE page" in the module documentation).
+/// Returns PTE `index` for a `GspMem` at bus address `base`: its page's bus address, or 0
+/// past the last page (see "The PTE page"). One entry at a time: the page is too large
+/// for a kernel stack.
 pub(crate) fn gsp_mem_pte(base: u64, index: usize) -> u64 {
     match index < GSP_MEM_PAGES {
         true => base + (u64::from_safe_cast(index) << GSP_PAGE_SHIFT),
@@ -57,17 +48,15 @@ pub(crate) fn gsp_mem_pte(base: u64, index: usize) -> u64 {
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
 )]
 pub struct MessageQueueInitArguments {
-    /// The bus address of the shared memory, whose first page is the PTE page
-    /// (`sharedMemPhysAddr`).
+    /// The bus address of the shared memory (`sharedMemPhysAddr`).
     pub shared_mem_phys_addr: u64,
     /// How many entries of the PTE page map the shared memory (`pageTableEntryCount`).
     pub page_table_entry_count: u32,
     /// Padding, 0.
     pub pad: u32,
-    /// The byte offset of the command queue (`cpuq`) in the shared memory
-    /// (`cmdQueueOffset`).
+    /// The byte offset of `cpuq` (`cmdQueueOffset`).
     pub cmd_queue_offset: u64,
-    /// The byte offset of the status queue (`gspq`) (`statQueueOffset`).
+    /// The byte offset of `gspq` (`statQueueOffset`).
     pub stat_queue_offset: u64,
 }
 
@@ -95,8 +84,7 @@ pub(crate) struct SrInitArguments {
     pub(crate) pad: [u8; 3],
 }
 
-/// r570's `GSP_ARGUMENTS_CACHED`: the boot arguments the driver leaves in memory for the
-/// GSP, among them where its message queues are.
+/// r570's `GSP_ARGUMENTS_CACHED`: the boot arguments left in memory for the GSP.
 #[repr(C)]
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
@@ -127,15 +115,14 @@ assert_layout!(GspArgumentsCached, size 0x48, {
     profiler_size: 0x40,
 });
 
-// SAFETY: `GspArgumentsCached` is integers only; zerocopy's `FromBytes` derive (checked
-// by the compiler above) proves every bit pattern valid.
+// SAFETY: zerocopy's `FromBytes` derive above proves every bit pattern of
+// `GspArgumentsCached` valid.
 unsafe impl kernel::transmute::FromBytes for GspArgumentsCached {}
 // SAFETY: zerocopy's `IntoBytes` derive above proves it has no padding.
 unsafe impl kernel::transmute::AsBytes for GspArgumentsCached {}
 
 impl GspArgumentsCached {
-    /// The arguments of a cold boot whose queues are those of the `GspMem` at bus
-    /// address `shared_mem` (r570's layout).
+    /// The arguments of a cold boot with the queues of the `GspMem` at `shared_mem`.
     pub fn new(shared_mem: u64) -> Self {
         Self {
             message_queue_init_arguments: MessageQueueInitArguments {

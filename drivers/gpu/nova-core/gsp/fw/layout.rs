@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The wire layouts: the shared memory and its queues, the element and RPC headers, the
-//! function numbers and the constants of the protocol. Re-exported by `gsp::fw`, where
-//! upstream has its own.
+//! The wire layouts: shared memory, queues, element and RPC headers, function numbers and
+//! protocol constants. Re-exported by `gsp::fw`.
 
 use bitfield_struct::bitfield;
 use kernel::prelude::*;
@@ -10,8 +9,7 @@ use static_assertions::{
     const_assert,
     const_assert_eq, //
 };
-// The derives come from `zerocopy_derive` itself, as Linux 7.3's in-tree zerocopy re-exports
-// none of them (its `derive` feature is off).
+// From `zerocopy_derive`: Linux 7.3's in-tree zerocopy re-exports no derives.
 use zerocopy_derive::{
     FromBytes,
     Immutable,
@@ -25,8 +23,7 @@ use crate::num::{
     FromSafeCast, //
 };
 
-/// Pins, at compile time, the size of a wire structure and the offset of each named
-/// field:
+/// Pins a wire structure's size and named field offsets at compile time:
 ///
 /// ```text
 /// assert_layout!(MsgqRxHeader, size 0x4, { read_ptr: 0x0 });
@@ -56,8 +53,7 @@ const MSGQ_VERSION: u32 = 0;
 const MSGQ_TX_FLAGS: u32 = 1;
 /// The number of PTEs in the first page of [`GspMem`].
 pub const GSP_PTE_COUNT: usize = GSP_PAGE_SIZE / core::mem::size_of::<u64>();
-/// The number of pages of [`GspMem`], which its PTE page maps: the `pageTableEntryCount`
-/// upstream puts in the message-queue init arguments.
+/// The number of pages of [`GspMem`] its PTE page maps (upstream's `pageTableEntryCount`).
 pub const GSP_MEM_PAGES: usize = core::mem::size_of::<GspMem>() / GSP_PAGE_SIZE;
 
 /// The element header size: the queue element header plus the RPC header.
@@ -66,8 +62,7 @@ pub const ELEMENT_HEADER_SIZE: usize = core::mem::size_of::<GspMsgElement>();
 pub const RPC_HEADER_SIZE: usize = core::mem::size_of::<GspRpcHeader>();
 /// The most payload one element can carry.
 pub const MAX_ELEMENT_PAYLOAD: usize = GSP_MSG_QUEUE_ELEMENT_SIZE_MAX - ELEMENT_HEADER_SIZE;
-/// The largest RPC payload this implementation sends or reassembles (continuations
-/// included): 4 MiB, far above what any r570 RPC carries.
+/// The largest RPC payload sent or reassembled: 4 MiB, far above any r570 RPC.
 pub const MAX_RPC_PAYLOAD: usize = 4 << 20;
 
 /// The `signature` of every RPC header: `"VRPC"` read as a little-endian `u32`.
@@ -83,15 +78,13 @@ pub const NV_ERR_NOT_SUPPORTED: u32 = 0x56;
 
 /// An RPC function number: the `function` of a [`GspRpcHeader`].
 ///
-/// Upstream's is an enum of r570's numbers. A number here, so that a test bench can
-/// number RPCs of its own (`nova_testbench::rpc`) which the driver does not list; the
-/// constants are r570's (`NV_VGPU_MSG_FUNCTION_*` for commands, `NV_VGPU_MSG_EVENT_*` for
-/// events), and only those are the driver's own ([`MsgFunction::try_from`]).
+/// Differs from upstream's enum so that a test bench can number its own RPCs
+/// (`nova_testbench::rpc`); the constants are r570's, the only ones the driver knows
+/// ([`MsgFunction::try_from`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct MsgFunction(pub u32);
 
-/// Declares the r570 functions from one table, so that their numbers and their names for
-/// logs cannot disagree: each entry is the constant's docs and `NAME = number`.
+/// Declares the r570 functions from one table, so numbers and log names cannot disagree.
 macro_rules! msg_functions {
     ($($(#[$doc:meta])* $name:ident = $value:literal,)*) => {
         impl MsgFunction {
@@ -121,10 +114,7 @@ msg_functions! {
     GSP_SET_SYSTEM_INFO = 72,
     /// `SET_REGISTRY`: the registry keys the GSP boots with.
     SET_REGISTRY = 73,
-    /// `GSP_RM_CONTROL`: a resource-manager control call on an object of the firmware's
-    /// (an `RmControlHeader` naming the client,
-    /// the object and the control, then the control's parameters), answered with the same
-    /// structure, the parameters filled in.
+    /// `GSP_RM_CONTROL`: a resource-manager control call on a firmware object.
     GSP_RM_CONTROL = 76,
     /// `GSP_INIT_DONE` (event): the GSP finished booting.
     GSP_INIT_DONE = 0x1001,
@@ -149,12 +139,10 @@ msg_functions! {
 }
 
 impl MsgFunction {
-    /// The first event number (`NV_VGPU_MSG_EVENT_FIRST_EVENT`): functions at or above it
-    /// are sent by the GSP unasked.
+    /// The first event number (`NV_VGPU_MSG_EVENT_FIRST_EVENT`).
     const FIRST_EVENT: u32 = 0x1000;
 
-    /// Returns the function's r570 name, for logs (`"UCODE_LIBOS_PRINT"`), or
-    /// `"UNKNOWN"` for a number that is none of r570's.
+    /// Returns the function's r570 name for logs, or `"UNKNOWN"`.
     pub const fn name(self) -> &'static str {
         match self.r570_name() {
             Some(name) => name,
@@ -167,8 +155,7 @@ impl MsgFunction {
         self.r570_name().is_some()
     }
 
-    /// Returns whether the function is an r570 event, which the GSP sends unasked rather
-    /// than in answer to a command.
+    /// Returns whether the function is an r570 event, sent unasked.
     pub const fn is_event(self) -> bool {
         self.0 >= Self::FIRST_EVENT && self.is_r570()
     }
@@ -281,8 +268,7 @@ pub const RING_BYTES: usize = u32_as_usize(MSGQ_NUM_PAGES) * GSP_PAGE_SIZE;
 pub(crate) struct MsgqData {
     /// The slots.
     ///
-    /// One byte array rather than an array of pages: an element of several slots is
-    /// contiguous, and the ring's pieces are projected from it as byte ranges.
+    /// One byte array, so a multi-slot element is contiguous.
     pub(crate) data: [u8; RING_BYTES],
 }
 
@@ -303,9 +289,8 @@ pub struct Msgq {
     pub(crate) msgq: MsgqData,
 }
 
-/// The memory shared with the GSP: the self-mapping PTE page and the two queues. The
-/// other side addresses it by byte offset ([`CPUQ_OFFSET`], [`GSPQ_OFFSET`],
-/// [`PTES_OFFSET`], [`MSGQ_WRITE_PTR_OFFSET`], [`MSGQ_READ_PTR_OFFSET`], [`slot_offset`]).
+/// The memory shared with the GSP: the self-mapping PTE page and the two queues, which
+/// the other side addresses by byte offset ([`CPUQ_OFFSET`], [`slot_offset`], …).
 #[repr(C)]
 #[derive(FromBytes, IntoBytes, Immutable)]
 pub struct GspMem {
@@ -317,14 +302,13 @@ pub struct GspMem {
     pub(crate) gspq: Msgq,
 }
 
-// SAFETY: `GspMem` is integers and byte arrays only; zerocopy's `FromBytes` derive
-// (checked by the compiler above) proves every bit pattern valid.
+// SAFETY: zerocopy's `FromBytes` derive above proves every bit pattern of `GspMem` valid.
 unsafe impl kernel::transmute::FromBytes for GspMem {}
 // SAFETY: zerocopy's `IntoBytes` derive above proves `GspMem` has no padding.
 unsafe impl kernel::transmute::AsBytes for GspMem {}
 
-// SAFETY: `MsgqTxHeader` is eight `u32`s: every bit pattern is valid (zerocopy's
-// `FromBytes` derive above checks it).
+// SAFETY: zerocopy's `FromBytes` derive above proves every bit pattern of `MsgqTxHeader`
+// valid.
 unsafe impl kernel::transmute::FromBytes for MsgqTxHeader {}
 // SAFETY: zerocopy's `IntoBytes` derive above proves it has no padding.
 unsafe impl kernel::transmute::AsBytes for MsgqTxHeader {}
@@ -391,7 +375,7 @@ pub struct GspRpcHeader {
     pub header_version: u32,
     /// `"VRPC"`.
     pub signature: u32,
-    /// This header plus the payload, in bytes (the whole RPC for a split head).
+    /// This header plus this element's chunk, in bytes.
     pub length: u32,
     /// The function number: a [`MsgFunction`].
     pub function: u32,
@@ -405,8 +389,8 @@ pub struct GspRpcHeader {
     pub spare: u32,
 }
 
-/// The header of a queue element (`GSP_MSG_QUEUE_ELEMENT`) with its RPC header. Built and
-/// sealed by [`GspMsgElement::new`] and [`GspMsgElement::seal`] (`element`).
+/// The header of a queue element (`GSP_MSG_QUEUE_ELEMENT`) with its RPC header, built by
+/// [`GspMsgElement::new`] and [`GspMsgElement::seal`].
 #[repr(C, align(8))]
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
