@@ -26,22 +26,35 @@
 //! 4. The verdict reads the guest's console and the device's transcript ([`verdict`]):
 //!    one `boot:` line per stage, quoting the driver's own lines; anything wrong prints
 //!    the console lines around it and the whole transcript.
+//! 5. A boot that shows no progress for [`stall::QUIET`] (no register access, doorbell or
+//!    console line) is a hang, stopped then ([`stall`]); one that overruns its cap (180 s,
+//!    60 s against a hostile GSP) too. A traced boot (a plugin slows the guest many times)
+//!    has the cap alone.
+
+pub(crate) mod pool;
+mod stall;
 
 use std::{
     ffi::{
         OsStr,
         OsString, //
     },
-    fs,
+    fmt, fs,
+    io::Read,
     path::{
         Path,
         PathBuf, //
     },
     process::{
+        Child,
         Command,
         Stdio, //
     },
-    time::Instant,
+    thread,
+    time::{
+        Duration,
+        Instant, //
+    },
 };
 
 use crate::{
@@ -57,11 +70,16 @@ use crate::{
 };
 
 /// How long a boot may take, in seconds, before the runner kills QEMU.
-const BOOT_TIMEOUT: &str = "180";
-/// How long a boot against a hostile GSP may take: a normal boot takes seconds, the
-/// driver's longest wait is 30 s (the GSP's lockdown release), so a boot still running
-/// after a minute is a hang.
-const FAULT_BOOT_TIMEOUT: &str = "60";
+const BOOT_TIMEOUT: u64 = 180;
+/// How long a boot against a hostile GSP may take, in seconds, whatever its progress: a
+/// normal boot takes seconds, the driver's longest wait is 30 s (the GSP's lockdown
+/// release, polled), so a boot still running after a minute is a hang. A quiet hang is
+/// stopped long before ([`stall`]).
+const FAULT_BOOT_TIMEOUT: u64 = 60;
+/// How often the runner looks at a boot's progress.
+const WATCH_EVERY: Duration = Duration::from_millis(100);
+/// How long the device runner may take to end after it was asked to stop.
+const STOP_GRACE: Duration = Duration::from_secs(10);
 /// The guest's RAM, in MiB.
 const GUEST_MIB: &str = "512";
 
@@ -252,8 +270,32 @@ pub(crate) struct Run {
     pub(crate) transcript: String,
     /// How long the boot took.
     pub(crate) seconds: f64,
-    /// Why the runner failed, if it did (a timeout among them).
+    /// Why the runner failed, if it did (not a hang).
     pub(crate) runner: Option<String>,
+    /// Why the boot was stopped as a hang, if it was.
+    pub(crate) hang: Option<Hang>,
+}
+
+/// Why a boot was stopped as a hang.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hang {
+    /// No progress for this long ([`stall`]).
+    Quiet(Duration),
+    /// Still running at its cap, in seconds.
+    Overran(u64),
+}
+
+impl fmt::Display for Hang {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Hang::Quiet(quiet) => write!(
+                f,
+                "no progress for {} s (no register access, doorbell or console line)",
+                quiet.as_secs()
+            ),
+            Hang::Overran(cap) => write!(f, "no end within {cap} s"),
+        }
+    }
 }
 
 /// The machine a boot runs: the guest's architecture, its kernel and initramfs, and what
@@ -309,11 +351,12 @@ fn qemu_command(guest: &Guest) -> Result<Vec<OsString>, String> {
     Ok(line)
 }
 
-/// Boots `guest` against the emulated GH100; the logs go to `dir`.
+/// Boots `guest` against the emulated GH100; the logs go to `dir`. The boot is watched
+/// ([`stall`]) unless a plugin traces it, and stopped as a hang when it stalls.
 ///
 /// # Errors
 ///
-/// The runner or QEMU cannot be started.
+/// The runner or QEMU cannot be started, or the runner does not end when stopped.
 pub(crate) fn run(
     tools: &Tools,
     guest: &Guest,
@@ -321,43 +364,154 @@ pub(crate) fn run(
     fault: Option<&str>,
 ) -> Result<Run, String> {
     let console_log = dir.join("boot.log");
+    let activity = dir.join("activity");
+    let _ = fs::remove_file(&activity);
     let qemu = qemu_command(guest)?;
     let started = Instant::now();
     let mut device = Command::new(&tools.device);
-    device.arg("--log").arg(&console_log);
+    device
+        .arg("--log")
+        .arg(&console_log)
+        .arg("--activity")
+        .arg(&activity);
     if let Some(fault) = fault {
         device.args(["--gsp-fault", fault]);
     }
-    let timeout = match fault {
+    let cap = match fault {
         Some(_) => FAULT_BOOT_TIMEOUT,
         None => BOOT_TIMEOUT,
     };
-    let out = device
-        .args(["--timeout", timeout, "--memory", GUEST_MIB, "--"])
+    let mut child = device
+        .args(["--timeout", &cap.to_string(), "--memory", GUEST_MIB, "--"])
         .args(&qemu)
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|e| format!("cannot run {}: {e}", tools.device.display()))?;
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    // A traced boot runs many times slower: its quiet stretches are no hang.
+    let mut watch = guest
+        .qemu_args
+        .is_empty()
+        .then(|| stall::Watch::new(stall::QUIET));
+    let (status, stalled) = wait_watched(&mut child, watch.as_mut(), &console_log, &activity)?;
     let seconds = started.elapsed().as_secs_f64();
-    let transcript = String::from_utf8_lossy(&out.stdout).into_owned();
+    // For the next run's order ([`pool::longest_first`]) and the hang rule's margin: how
+    // long the boot took, how quiet it got ([`stall`]).
+    let mut watched = format!("seconds: {seconds:.1}\n");
+    if let Some(watch) = &watch {
+        let quiet = watch.longest().as_secs_f64();
+        watched += &format!("longest quiet stretch: {quiet:.1} s\n");
+    }
+    fs::write(dir.join(WATCH_LOG), watched).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let transcript = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
     fs::write(dir.join("transcript.log"), &transcript)
         .map_err(|e| format!("{}: {e}", dir.display()))?;
     let console = fs::read_to_string(&console_log).unwrap_or_default();
-    let runner = match out.status.code() {
-        Some(0) => None,
-        Some(124) => Some(format!("the boot did not end within {timeout} s (a hang)")),
-        _ => Some(format!(
-            "the device's runner failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
+    let (runner, hang) = match (stalled, status.code()) {
+        (Some(quiet), Some(124)) => (None, Some(Hang::Quiet(quiet))),
+        (None, Some(124)) => (None, Some(Hang::Overran(cap))),
+        (_, Some(0)) => (None, None),
+        _ => (
+            Some(format!(
+                "the device's runner failed ({status}): {}",
+                stderr.trim()
+            )),
+            None,
+        ),
     };
     Ok(Run {
         console,
         transcript,
         seconds,
         runner,
+        hang,
     })
+}
+
+/// What [`run`] writes beside a boot's logs: its time and longest quiet stretch.
+const WATCH_LOG: &str = "watch.log";
+
+/// Returns how long the last boot whose logs are in `dir` took, if one did.
+pub(crate) fn last_seconds(dir: &Path) -> Option<f64> {
+    let text = fs::read_to_string(dir.join(WATCH_LOG)).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("seconds: "))?
+        .parse()
+        .ok()
+}
+
+/// Reads all of `pipe` on a thread of its own; the handle returns it.
+fn drain(pipe: Option<impl Read + Send + 'static>) -> thread::JoinHandle<String> {
+    thread::spawn(move || {
+        let mut text = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut text);
+        }
+        String::from_utf8_lossy(&text).into_owned()
+    })
+}
+
+/// Returns a boot's progress so far: the device's count of register accesses
+/// (`vgsp_gh100::activity`'s file; 0 until written) and the console's length.
+fn signs(console: &Path, activity: &Path) -> stall::Signs {
+    let accesses = fs::read_to_string(activity)
+        .ok()
+        .and_then(|t| t.strip_suffix('\n')?.parse().ok())
+        .unwrap_or(0);
+    let console = fs::metadata(console).map_or(0, |m| m.len());
+    stall::Signs { accesses, console }
+}
+
+/// Waits for the device runner `child` to end; with a `watch`, stops it (`SIGTERM`, which
+/// it takes as a stop) when the boot stalls. Returns its status, and how long the boot
+/// had been quiet when it was stopped.
+fn wait_watched(
+    child: &mut Child,
+    mut watch: Option<&mut stall::Watch>,
+    console: &Path,
+    activity: &Path,
+) -> Result<(std::process::ExitStatus, Option<Duration>), String> {
+    let started = Instant::now();
+    let mut stalled: Option<(Duration, Instant)> = None;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok((status, stalled.map(|(quiet, _)| quiet))),
+            Ok(None) => {}
+            Err(e) => return Err(format!("waiting for the device's runner: {e}")),
+        }
+        match (&stalled, watch.as_deref_mut()) {
+            (Some((_, asked)), _) if asked.elapsed() > STOP_GRACE => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the device's runner did not stop within {} s of SIGTERM",
+                    STOP_GRACE.as_secs()
+                ));
+            }
+            (None, Some(watch)) => {
+                if let Some(quiet) = watch.observe(started.elapsed(), signs(console, activity)) {
+                    stop(child);
+                    stalled = Some((quiet, Instant::now()));
+                }
+            }
+            _ => {}
+        }
+        thread::sleep(WATCH_EVERY);
+    }
+}
+
+/// Sends `SIGTERM` to `child`, which the device runner takes as a stop.
+fn stop(child: &Child) {
+    // CAST: a running child's pid is a positive `pid_t`.
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: a plain syscall; `pid` is our unwaited child, so it names that process.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
 }
 
 /// Returns the names of the GSP's faults, from the device.
@@ -414,17 +568,13 @@ pub(crate) fn behaviour(run: &Run) -> String {
     if let Some(line) = console.iter().find(|l| BAD.iter().any(|b| l.contains(b))) {
         return format!("Oops: {line}");
     }
-    if run
-        .runner
-        .as_deref()
-        .is_some_and(|r| r.contains("did not end"))
-    {
+    if let Some(hang) = &run.hang {
         let last = console
             .iter()
             .rev()
             .find(|l| l.starts_with("nova-core "))
             .unwrap_or(&"no line of nova-core's");
-        return format!("hang: no end within {FAULT_BOOT_TIMEOUT} s; last driver line: {last}");
+        return format!("hang: {hang}; last driver line: {last}");
     }
     let failed = console
         .iter()
@@ -640,6 +790,9 @@ pub(crate) fn verdict(run: &Run) -> Verdict {
     if let Some(why) = &run.runner {
         problems.push(why.clone());
     }
+    if let Some(hang) = &run.hang {
+        problems.push(format!("the boot hung: {hang}"));
+    }
     Verdict { lines, problems }
 }
 
@@ -699,6 +852,7 @@ mod tests {
             transcript: "gh100: register 0x123450 read: not emulated, returned 0\n".into(),
             seconds: 1.0,
             runner: None,
+            hang: None,
         };
         let v = verdict(&run);
         assert!(v.problems[0].contains("0x123450"), "{:?}", v.problems);
@@ -714,6 +868,7 @@ mod tests {
             transcript: String::new(),
             seconds: 1.0,
             runner: None,
+            hang: None,
         };
         assert_eq!(
             behaviour(&run),
@@ -730,6 +885,7 @@ mod tests {
             transcript: String::new(),
             seconds: 1.0,
             runner: None,
+            hang: None,
         };
         let v = verdict(&run);
         assert!(
@@ -750,6 +906,7 @@ mod tests {
                 .into(),
             seconds: 1.0,
             runner: None,
+            hang: None,
         };
         let v = verdict(&run);
         assert!(
@@ -760,12 +917,68 @@ mod tests {
     }
 
     #[test]
+    fn a_quiet_hang_is_reported_with_its_stretch_and_the_driver_s_last_line() {
+        let run = Run {
+            console: "[ 1.0] nova-core 0000:00:03.0: NVIDIA (Chipset: GH100)\n\
+                      [ 1.1] nova-core 0000:00:03.0: GSP message GspInitDone has unprocessed data\n\
+                      [ 1.5] clocksource: Switched to clocksource tsc\n"
+                .into(),
+            transcript: String::new(),
+            seconds: 12.0,
+            runner: None,
+            hang: Some(Hang::Quiet(Duration::from_secs(10))),
+        };
+        assert_eq!(
+            behaviour(&run),
+            "hang: no progress for 10 s (no register access, doorbell or console line); last \
+             driver line: nova-core 0000:00:03.0: GSP message GspInitDone has unprocessed data"
+        );
+        let v = verdict(&run);
+        assert_eq!(
+            v.problems.last().map(String::as_str),
+            Some("the boot hung: no progress for 10 s (no register access, doorbell or console line)")
+        );
+    }
+
+    #[test]
+    fn a_boot_past_its_cap_is_a_hang_of_the_cap() {
+        let run = Run {
+            console: String::new(),
+            transcript: String::new(),
+            seconds: 60.0,
+            runner: None,
+            hang: Some(Hang::Overran(60)),
+        };
+        assert_eq!(
+            behaviour(&run),
+            "hang: no end within 60 s; last driver line: no line of nova-core's"
+        );
+    }
+
+    #[test]
+    fn the_last_boot_s_time_is_read_back_and_its_absence_is_none() {
+        let dir = std::env::temp_dir().join(format!("xtask-watch-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        assert_eq!(last_seconds(&dir), None);
+        fs::write(
+            dir.join(WATCH_LOG),
+            "seconds: 7.5\nlongest quiet stretch: 5.0 s\n",
+        )
+        .unwrap();
+        assert_eq!(last_seconds(&dir), Some(7.5));
+        fs::write(dir.join(WATCH_LOG), "seconds: x\n").unwrap();
+        assert_eq!(last_seconds(&dir), None);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_boot_without_the_chipset_line_names_that_stage() {
         let run = Run {
             console: "[ 0.1] pci 0000:00:04.0: [10de:2330] type 00\n".into(),
             transcript: String::new(),
             seconds: 1.0,
             runner: None,
+            hang: None,
         };
         let v = verdict(&run);
         assert_eq!(v.problems[0], "the boot never reached chipset");

@@ -67,6 +67,7 @@ mod api;
 mod boot;
 mod kernel;
 mod kunit_boot;
+mod latency;
 mod litmus;
 mod ordering;
 mod tools;

@@ -8,7 +8,8 @@
 //!    [`linux::linux_tree`]), or the Linux 7.3 tree the kernel tier follows.
 //! 2. With `--patch` (or `--series`: every patch of `upstream/` but its cover letter, in
 //!    order), the tree's `drivers/gpu/nova-core` is copied to a scratch tree
-//!    (`target/upstream/tree`) and each patch applied there with `git apply`, in order; a
+//!    (`target/upstream/tree-PID`, this process's: commands run side by side) and each
+//!    patch applied there with `git apply`, in order; a
 //!    patch that does not apply is an error naming it. The tree itself is never written.
 //! 3. `tests/upstream` (crate `vgsp-upstream`, outside the workspace) is built against
 //!    that tree: its `build.rs` names the tree's queue files by path, so they are
@@ -62,6 +63,7 @@ use std::{
         Command,
         Stdio, //
     },
+    time::Instant,
 };
 
 use serde_json::Value;
@@ -76,6 +78,7 @@ use crate::{
         Tree, //
     },
     kernel_trace,
+    latency,
     linux,
     ordering,
     util::{
@@ -210,34 +213,35 @@ pub(crate) fn series_in(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(patches)
 }
 
-/// Copies the directory `from` to `to`, recursively (files and directories only).
-fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
-    fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
-    for entry in fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
-        let entry = entry.map_err(|e| format!("{}: {e}", from.display()))?;
-        let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        if src.is_dir() {
-            copy_dir(&src, &dst)?;
-        } else {
-            fs::copy(&src, &dst).map_err(|e| format!("{}: {e}", src.display()))?;
-        }
-    }
-    Ok(())
-}
-
 /// Makes the scratch tree: the tree's nova-core and `Makefile` (its version), with the
-/// patches applied. Returns its root.
+/// patches applied. Returns its root, this process's own (`tree-PID`): another command
+/// running meanwhile makes its own, and the ones of processes that ended are removed.
 pub(crate) fn patched_tree(
     repo: &Path,
     tree: &Path,
     patches: &[PathBuf],
 ) -> Result<PathBuf, String> {
-    let scratch = repo.join("target/upstream/tree");
-    if scratch.exists() {
-        fs::remove_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let work = repo.join("target/upstream");
+    let scratch = work.join(format!("tree-{}", std::process::id()));
+    let stale = fs::read_dir(&work)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            // `tree`: where every command made it before.
+            name == "tree"
+                || name.strip_prefix("tree-").is_some_and(|pid| {
+                    pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists()
+                })
+        });
+    for old in stale.map(|e| e.path()).chain([scratch.clone()]) {
+        if old.exists() {
+            fs::remove_dir_all(&old).map_err(|e| format!("{}: {e}", old.display()))?;
+        }
     }
     let nova = "drivers/gpu/nova-core";
-    copy_dir(&tree.join(nova), &scratch.join(nova))?;
+    util::copy_dir(&tree.join(nova), &scratch.join(nova), &[])?;
     fs::copy(tree.join("Makefile"), scratch.join("Makefile"))
         .map_err(|e| format!("{}: {e}", tree.join("Makefile").display()))?;
     for patch in patches {
@@ -352,6 +356,7 @@ fn build(repo: &Path, tree: &Path) -> Result<PathBuf, Vec<String>> {
 
 /// `cargo xtask upstream [--tree DIR] [--patch FILE]... [WHAT...]`.
 pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
+    let started = Instant::now();
     let opts = parse(args).map_err(|e| {
         format!("{e}\nusage: cargo xtask upstream [--tree DIR] [--patch FILE|--series]... [--arch x86_64|arm64] [--ordering] [--gsp-fault NAME|all]... [WHAT...|replay IMAGE [--rptr N]]")
     })?;
@@ -413,18 +418,33 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
         .collect();
     let mut summary = None;
     let mut boot_failed = false;
+    // Where the time went, for the loop's line: (what, seconds).
+    let mut took: Vec<(String, u64)> = Vec::new();
     if kernel || boot {
+        let lap = Instant::now();
         let built = build_in_kernel(&tree, &built_from, &name, boot, opts.arch)?;
+        if built.waited.as_secs() > 0 {
+            took.push(("waiting for the build lock".into(), built.waited.as_secs()));
+        }
+        let build = lap.elapsed().saturating_sub(built.waited);
+        took.push(("the kernel's build".into(), build.as_secs()));
         if let (true, Some(image)) = (boot, &built.image) {
             let what = match opts.arch {
                 Arch::X86_64 => "boot".to_string(),
                 arch => format!("{} boot", arch.name()),
             };
+            let lap = Instant::now();
             let ok = boot_gh100(&repo, &built, image, &name, opts.boot_ordering)?;
+            took.push(("the boot".into(), lap.elapsed().as_secs()));
             boot_failed = !ok.booted;
             let mut line = format!("{name}: {what} {}", if ok.booted { "ok" } else { "FAIL" });
             if !opts.faults.is_empty() {
+                let lap = Instant::now();
                 let (run, accepted) = fault_table(&repo, &built, image, opts.arch, &opts.faults)?;
+                took.push((
+                    format!("{run} fault boots, {} side by side", boot::pool::width()?),
+                    lap.elapsed().as_secs(),
+                ));
                 line += &format!(", gsp-fault {run} run, {accepted} accepted");
             }
             if let Some(figures) = ok.ordering {
@@ -493,6 +513,17 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
             None => format!("{name}: {part}"),
         });
     }
+    if !took.is_empty() {
+        let parts: Vec<String> = took
+            .iter()
+            .map(|(what, s)| format!("{what} {s} s"))
+            .collect();
+        println!(
+            "xtask: upstream: {} s in all ({})",
+            started.elapsed().as_secs(),
+            parts.join(", ")
+        );
+    }
     if let Some(line) = summary {
         println!("{line}");
     }
@@ -555,8 +586,10 @@ fn fault_table(
             }
         }
     }
-    let (mut run_count, mut accepted) = (0, 0);
-    for fault in &faults {
+    // Each boot has its own directory, initramfs, logs and device socket: they run side
+    // by side, the rows printed in the table's order.
+    let width = boot::pool::width()?;
+    let boot_one = |fault: &String| -> Result<boot::Run, String> {
         let dir = boot_dir(repo, arch).join(fault);
         let initrd = initramfs_in(built, &dir)?;
         let guest = boot::Guest {
@@ -565,8 +598,17 @@ fn fault_table(
             initrd: &initrd,
             qemu_args: Vec::new(),
         };
-        let run = boot::run(&built.tools, &guest, &dir, Some(fault))?;
-        if let Some(why) = run.runner.as_deref().filter(|w| !w.contains("did not end")) {
+        boot::run(&built.tools, &guest, &dir, Some(fault))
+    };
+    let last: Vec<Option<f64>> = faults
+        .iter()
+        .map(|f| boot::last_seconds(&boot_dir(repo, arch).join(f)))
+        .collect();
+    let start = boot::pool::longest_first(&last);
+    let (mut run_count, mut accepted) = (0, 0);
+    boot::pool::in_order(&faults, &start, width, boot_one, |fault, run| {
+        let run = run?;
+        if let Some(why) = run.runner.as_deref() {
             return Err(format!(
                 "the boot with --gsp-fault {fault} could not run: {why}"
             ));
@@ -575,7 +617,8 @@ fn fault_table(
         accepted += usize::from(behaviour.starts_with("accepted"));
         run_count += 1;
         println!("gsp-fault {fault}: {behaviour}");
-    }
+        Ok(())
+    })?;
     Ok((run_count, accepted))
 }
 
@@ -619,6 +662,9 @@ fn boot_gh100(
         println!("{line}");
     }
     println!("boot: {:.1} s from QEMU's start to its end", run.seconds);
+    for line in latency::report(&run.transcript, &run.console) {
+        println!("{line}");
+    }
     let ordering = match &trace {
         Some(trace) if verdict.problems.is_empty() => Some(trace.decide(&run)?),
         _ => None,
@@ -774,7 +820,8 @@ fn fuzz_receive(repo: &Path, tree: &Path) -> Result<(u64, u64), String> {
 /// The source is a tree of hard links to `pristine` whose `drivers/gpu/nova-core` is
 /// `built_from`'s: the tree's own `rust/`, Kconfig and Makefiles, whatever its release.
 /// Source and build directory are the tree's own in the cache ([`tree_cache`]), kept warm
-/// between runs and beside other trees'; the build lock is held throughout.
+/// between runs and beside other trees'; the build lock is taken here and held as long as
+/// the [`Built`] returned.
 pub(crate) fn build_in_kernel(
     pristine: &Path,
     built_from: &Path,
@@ -789,7 +836,9 @@ pub(crate) fn build_in_kernel(
         .ok_or("xtask is not inside the repository")?
         .to_path_buf();
     let cache = util::cache()?;
-    let _lock = kbuild::lock(&cache, progress)?;
+    let asked = Instant::now();
+    let lock = kbuild::lock(&cache, progress)?;
+    let waited = asked.elapsed();
     let tools = boot::tools(&repo, arch, progress)?;
     // Built into the kernel: written under the lock, as the build that reads them.
     let firmware_dir = cache.join("gh100-firmware");
@@ -823,7 +872,7 @@ pub(crate) fn build_in_kernel(
     if ours.exists() {
         fs::remove_dir_all(&ours).map_err(|e| format!("{}: {e}", ours.display()))?;
     }
-    copy_dir(&built_from.join(nova), &ours)?;
+    util::copy_dir(&built_from.join(nova), &ours, &[])?;
     // The build directory belongs to the pristine tree: one patch set after another only
     // rebuilds nova-core (the copy above gave its files new modification times, so make
     // cannot take the other set's objects for built).
@@ -876,6 +925,8 @@ pub(crate) fn build_in_kernel(
                 image,
                 arch,
                 build: tree.build.clone(),
+                waited,
+                _lock: lock,
             })
         }
         (Ok(()), Some(report)) => Err(format!(
@@ -907,11 +958,17 @@ pub(crate) fn tree_cache(cache: &Path, tree: &Path) -> Result<PathBuf, String> {
 
 /// What [`build_in_kernel`] built: the emulated GPU's tools, the kernel's image when asked
 /// for, its architecture and its build directory (`vmlinux`, `System.map`).
+///
+/// It holds the build lock: the image is not rebuilt (by another command) while it boots,
+/// nor the boots' logs written by another's.
 pub(crate) struct Built {
     tools: boot::Tools,
     image: Option<PathBuf>,
     arch: Arch,
     build: PathBuf,
+    /// How long the build waited for the lock.
+    waited: std::time::Duration,
+    _lock: fs::File,
 }
 
 impl Built {

@@ -5,48 +5,16 @@
 //! the same whatever else the machine does.
 //!
 //! `valgrind --tool=callgrind target/release/examples/turns LEN COUNT [echo]` sends COUNT
-//! commands of LEN payload bytes (at most one ring's worth, 252 KiB less the headers):
-//! `VGSP_SINK`, which the GSP consumes and answers with an empty reply, or with `echo` a
-//! `VGSP_ECHO` answered with the same payload; the driver receives each reply
-//! before it sends the next command. `callgrind_annotate` then gives the instructions
-//! of each function; divide by COUNT for a command.
+//! commands of LEN payload bytes (at most one ring's worth, 252 KiB less the headers),
+//! after [`vgsp_bench::instructions::WARMUP`] uncounted ones: `VGSP_SINK`, which the GSP
+//! consumes and answers with an empty reply, or with `echo` a `VGSP_ECHO` answered with
+//! the same payload; the driver receives each reply before it sends the next command.
+//! `callgrind_annotate` then gives the instructions of each function; divide by COUNT for
+//! a command. The benchmark itself counts each side's (`vgsp_bench::instructions`).
 
 use std::process::ExitCode;
 
-use kernel::{
-    prelude::*,
-    time::Delta, //
-};
-use nova_testbench::{
-    rpc::{
-        Echo,
-        Sink,
-        VGSP_ECHO,
-        VGSP_SINK, //
-    },
-    ReceiveAny,
-};
-use vgsp_kunit::fixture::Pair;
-
-/// Sends `count` commands of `len` bytes in turns with the GSP.
-fn turns(len: usize, count: usize, echo: bool) -> Result {
-    let mut pair = Pair::new()?;
-    let payload = Pair::pattern(len, 7)?;
-    let func = if echo { VGSP_ECHO } else { VGSP_SINK };
-    for _ in 0..count {
-        match echo {
-            true => pair.cmdq.post(pair.bar.bar(), &Echo(&payload))?,
-            false => pair.cmdq.post(pair.bar.bar(), &Sink(&payload))?,
-        };
-        pair.gsp_run()?;
-        let reply = pair.cmdq.receive_any(Delta::ZERO)?;
-        if reply.function() != func || reply.payload.len() != if echo { len } else { 0 } {
-            return Err(EIO);
-        }
-        pair.cmdq.recycle(reply);
-    }
-    Ok(())
-}
+use vgsp_bench::instructions;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -62,7 +30,7 @@ fn main() -> ExitCode {
         eprintln!("usage: turns LEN COUNT [echo]");
         return ExitCode::from(2);
     };
-    match turns(len, count, echo) {
+    match instructions::turns(len, count, echo) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("turns: {e:?}");

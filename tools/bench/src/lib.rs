@@ -143,8 +143,11 @@
 //!
 //! - `checksum_4k_gbps`, `checksum_64k_gbps`: [`nova_core::gsp::fw::element::checksum`] over a
 //!   buffer of that size on one thread (GB/s). Every element is checksummed twice, once
-//!   by the sender ([`nova_core::gsp::fw::GspMsgElement::seal`]) and once by the receiver
-//!   ([`nova_core::gsp::fw::element::verify_checksum`]).
+//!   by the sender and once by the receiver
+//!   ([`nova_core::gsp::fw::element::verify_checksum`]); the driver's send sums each
+//!   2 KiB block of the payload just before it copies it into the ring, so it reads the
+//!   bytes from memory once, the virtual GSP's in a pass of its own
+//!   ([`nova_core::gsp::fw::GspMsgElement::seal`]).
 //! - `turn_echo8_ns`, `turn_echo8_driver_ns`, `turn_echo8_gsp_ns`: the work of the 8-byte
 //!   echo, the driver and the virtual GSP taking turns on the driver's CPU (the driver
 //!   posts, the GSP serves until idle, the driver receives and recycles the reply), so no
@@ -221,7 +224,21 @@
 //! (`perf report --sort comm,symbol`). For instruction
 //! counts that do not depend on the machine's weather, `examples/turns.rs` runs the
 //! driver and the GSP in turns on one thread, under callgrind.
+//!
+//! # Instructions
+//!
+//! Every run but `--smoke`, `--only` and `--no-instructions` first counts the
+//! instructions per command of each side under callgrind ([`instructions`]): an 8-byte
+//! echo round trip (goal at most [`instructions::ECHO_GOAL`], both sides) and a 4 KiB
+//! command with its empty reply. They are the same on every run, whatever the weather.
+//!
+//! # Runs
+//!
+//! `--runs N` repeats the whole run N times and gives each ratio's median and range over
+//! the runs beside the last run's ratios: the goals are judged on the median of the
+//! runs.
 
+pub mod instructions;
 pub mod limits;
 pub mod machine;
 pub mod peer;

@@ -19,6 +19,15 @@
 //!   (no variant feature).
 //! - `--measure-one KEY`: one repetition of one figure, printed as one line for
 //!   `--variants` (no table, no JSON file).
+//! - `--runs N`: the whole run N times (the variants built once), each run's ratios
+//!   printed as one run's are, then each ratio's median and range over the N runs; the
+//!   table of figures and the JSON file are the last run's, with the N values of every
+//!   ratio (`runs`).
+//! - `--no-instructions`: leaves out the instructions per command, which are otherwise
+//!   counted first, under callgrind ([`vgsp_bench::instructions`]; valgrind must be
+//!   installed). `--smoke` and `--only` leave them out too.
+//! - `--turns LEN COUNT echo|sink`: the hidden mode callgrind runs
+//!   ([`vgsp_bench::instructions::turns`]).
 //!
 //! Exit status 0 whatever the figures (goals are printed, not enforced); 1 if a
 //! measurement failed; 2 for a bad argument.
@@ -29,6 +38,7 @@ use std::{
 };
 
 use vgsp_bench::{
+    instructions,
     variants,
     Config,
     FigureSpec,
@@ -41,8 +51,8 @@ use vgsp_bench::{
 const DEFAULT_JSON: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/vgsp-bench.json");
 
 fn usage() -> String {
-    "usage: vgsp-bench [--quick | --smoke] [--reps N] [--only KEY,...] [--json PATH] \
-     [--variants | --measure-one KEY]"
+    "usage: vgsp-bench [--quick | --smoke] [--reps N] [--runs N] [--only KEY,...] \
+     [--json PATH] [--no-instructions] [--variants | --measure-one KEY]"
         .into()
 }
 
@@ -52,6 +62,19 @@ struct Args {
     json: PathBuf,
     variants: bool,
     measure_one: Option<&'static FigureSpec>,
+    /// Runs of the whole benchmark.
+    runs: usize,
+    /// Whether to count instructions under callgrind.
+    instructions: bool,
+}
+
+/// Returns the positive count after `flag`.
+fn count_arg(flag: &str, arg: Option<&String>) -> Result<usize, String> {
+    let n = arg.ok_or_else(usage)?;
+    n.parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or(format!("{flag} takes a positive count, not '{n}'"))
 }
 
 /// Returns what `args` ask for.
@@ -62,20 +85,16 @@ fn parse(args: &[String]) -> Result<Args, String> {
     let mut cfg_only = None;
     let mut variants = false;
     let mut measure_one = None;
+    let mut runs = 1;
+    let mut instructions = true;
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => mode = Mode::Quick,
             "--smoke" => mode = Mode::Smoke,
-            "--reps" => {
-                let n = args.next().ok_or_else(usage)?;
-                reps = Some(
-                    n.parse::<usize>()
-                        .ok()
-                        .filter(|&n| n > 0)
-                        .ok_or(format!("--reps takes a positive count, not '{n}'"))?,
-                );
-            }
+            "--reps" => reps = Some(count_arg("--reps", args.next())?),
+            "--runs" => runs = count_arg("--runs", args.next())?,
+            "--no-instructions" => instructions = false,
             "--json" => json = PathBuf::from(args.next().ok_or_else(usage)?),
             "--variants" => variants = true,
             "--measure-one" => {
@@ -115,12 +134,15 @@ fn parse(args: &[String]) -> Result<Args, String> {
     if let Some(reps) = reps {
         cfg.reps = reps;
     }
+    let instructions = instructions && cfg_only.is_none() && mode != Mode::Smoke;
     cfg.only = cfg_only;
     Ok(Args {
         cfg,
         json,
         variants,
         measure_one,
+        runs,
+        instructions,
     })
 }
 
@@ -139,13 +161,33 @@ fn measure_one(cfg: Config, spec: &FigureSpec) -> ExitCode {
     }
 }
 
+/// `--turns`: the driver and the GSP in turns, for callgrind.
+fn turns(args: &[String]) -> ExitCode {
+    let Some((len, count, echo)) = instructions::parse_turns(args) else {
+        eprintln!("usage: vgsp-bench --turns LEN COUNT echo|sink");
+        return ExitCode::from(2);
+    };
+    match instructions::turns(len, count, echo) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("vgsp-bench: turns: {e:?}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(rest) = args.strip_prefix(&["--turns".to_owned()]) {
+        return turns(rest);
+    }
     let Args {
         cfg,
         json,
         variants,
         measure_one: one,
+        runs,
+        instructions: count_instructions,
     } = match parse(&args) {
         Ok(parsed) => parsed,
         Err(msg) => {
@@ -157,6 +199,20 @@ fn main() -> ExitCode {
         return measure_one(cfg, spec);
     }
     let mut progress = |line: &str| eprintln!("vgsp-bench: {line}");
+    let counted = if count_instructions {
+        let counted = std::env::current_exe()
+            .map_err(|e| format!("cannot find this binary: {e}"))
+            .and_then(|exe| instructions::measure(&exe, &mut progress));
+        match counted {
+            Ok(counted) => counted,
+            Err(e) => {
+                eprintln!("vgsp-bench: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        Vec::new()
+    };
     let variants = if variants {
         if cfg!(debug_assertions) {
             progress("--variants: this is a debug build; use `cargo run --release`");
@@ -171,12 +227,27 @@ fn main() -> ExitCode {
     } else {
         Vec::new()
     };
-    let report = match vgsp_bench::run_with_variants(cfg, &variants, &mut progress) {
-        Ok(report) => report,
-        Err(e) => {
-            eprintln!("vgsp-bench: a measurement failed: {e:?}");
-            return ExitCode::FAILURE;
+    let mut earlier: Vec<vgsp_bench::Report> = Vec::new();
+    let report = loop {
+        if runs > 1 {
+            progress(&format!("run {}/{runs}", earlier.len() + 1));
         }
+        let report = match vgsp_bench::run_with_variants(cfg.clone(), &variants, &mut progress) {
+            Ok(report) => report,
+            Err(e) => {
+                eprintln!("vgsp-bench: a measurement failed: {e:?}");
+                return ExitCode::FAILURE;
+            }
+        };
+        if earlier.len() + 1 == runs {
+            break report.with_runs(&earlier).with_instructions(counted);
+        }
+        println!(
+            "run {} of {runs}: {}",
+            earlier.len() + 1,
+            report.ratios_line()
+        );
+        earlier.push(report);
     };
     print!("{}", report.table());
     if let Some(dir) = json.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -5,6 +5,10 @@
 use std::fmt::Write as _;
 
 use crate::{
+    instructions::{
+        Counted,
+        ECHO_GOAL, //
+    },
     machine::Machine,
     pin,
     queue::rpc_shape,
@@ -168,6 +172,31 @@ pub struct Report {
     pub variants: Vec<VariantResult>,
     /// This build's queue figures over each variant's, variant by variant.
     pub variant_ratios: Vec<VariantRatio>,
+    /// The instructions per command of each side, counted by callgrind, if counted.
+    pub instructions: Vec<Counted>,
+    /// Each ratio's value in every run of `--runs`, this one's last (one entry when run
+    /// once), in the order of `ratios`.
+    pub runs: Vec<Vec<f64>>,
+}
+
+/// The median and range of one ratio over the runs of `--runs`.
+#[derive(Debug)]
+pub struct RunsResult<'a> {
+    /// The ratio, as this run measured it.
+    pub ratio: &'a RatioResult,
+    /// Its value in every run.
+    pub values: &'a [f64],
+    /// The median of `values`: the figure the goal is judged on.
+    pub median: f64,
+    /// The lowest and highest run.
+    pub range: (f64, f64),
+}
+
+impl RunsResult<'_> {
+    /// Returns whether the goal is met by the median of the runs, if there is a goal.
+    pub fn met(&self) -> Option<bool> {
+        self.ratio.spec.goal.map(|g| g.met(self.median))
+    }
 }
 
 impl Report {
@@ -201,7 +230,64 @@ impl Report {
             ratios,
             variants: Vec::new(),
             variant_ratios: Vec::new(),
+            instructions: Vec::new(),
+            runs: Vec::new(),
         }
+        .with_runs(&[])
+    }
+
+    /// Records the ratios of `earlier` runs of the same configuration beside this one's
+    /// (`--runs`).
+    pub fn with_runs(mut self, earlier: &[Report]) -> Self {
+        self.runs = self
+            .ratios
+            .iter()
+            .map(|r| {
+                let mut values: Vec<f64> = earlier
+                    .iter()
+                    .filter_map(|e| e.ratios.iter().find(|o| o.spec.key == r.spec.key))
+                    .map(|o| o.value)
+                    .collect();
+                values.push(r.value);
+                values
+            })
+            .collect();
+        self
+    }
+
+    /// Adds the instructions per command counted by callgrind.
+    pub fn with_instructions(mut self, counted: Vec<Counted>) -> Self {
+        self.instructions = counted;
+        self
+    }
+
+    /// Returns this run's ratios on one line, those with a goal: what `--runs` prints of
+    /// each run before the last.
+    pub fn ratios_line(&self) -> String {
+        let items: Vec<String> = self
+            .ratios
+            .iter()
+            .filter(|r| r.spec.goal.is_some())
+            .map(|r| format!("{} {}", r.spec.key, ratio(r.value)))
+            .collect();
+        items.join(", ")
+    }
+
+    /// Returns every ratio's median and range over the runs.
+    pub fn over_runs(&self) -> impl Iterator<Item = RunsResult<'_>> {
+        self.ratios.iter().zip(&self.runs).map(|(ratio, values)| {
+            let range = values
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                    (lo.min(v), hi.max(v))
+                });
+            RunsResult {
+                ratio,
+                values,
+                median: stats::median(values.iter().copied()),
+                range,
+            }
+        })
     }
 
     /// Adds the queue figures of other barrier variants, `(name, figures)`, each figure
@@ -339,6 +425,8 @@ impl Report {
         for (_, label, why) in self.pending() {
             let _ = writeln!(out, "{label:<52} {:>8}  pending: {why}", "n/a");
         }
+        self.runs_table(&mut out);
+        self.instructions_table(&mut out);
         self.variant_table(&mut out);
         let mut goals: Vec<bool> = self.ratios.iter().filter_map(RatioResult::met).collect();
         let against_full: Vec<bool> = self
@@ -356,6 +444,78 @@ impl Report {
             self.pending().len()
         );
         out
+    }
+
+    /// Appends each ratio's median and range over the runs, if there were several.
+    fn runs_table(&self, out: &mut String) {
+        let n = self.runs.first().map_or(0, Vec::len);
+        if n < 2 {
+            return;
+        }
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "{:<52} {:>8} {:>15} {:>8}  verdict (each run's value: {} runs)",
+            format!("ratio over {n} runs"),
+            "median",
+            "range",
+            "goal",
+            n
+        );
+        for r in self.over_runs() {
+            let (goal, verdict) = match (r.ratio.spec.goal, r.met()) {
+                (Some(g), Some(met)) => (goal_text(g), if met { "met" } else { "NOT met" }),
+                _ => (String::from("-"), "(for information)"),
+            };
+            let values: Vec<String> = r.values.iter().map(|&v| ratio(v)).collect();
+            let _ = writeln!(
+                out,
+                "{:<52} {:>8} {:>15} {:>8}  {} ({})",
+                r.ratio.spec.label,
+                ratio(r.median),
+                format!("{} .. {}", ratio(r.range.0), ratio(r.range.1)),
+                goal,
+                verdict,
+                values.join(", ")
+            );
+        }
+    }
+
+    /// Appends the instructions per command, if they were counted.
+    fn instructions_table(&self, out: &mut String) {
+        if self.instructions.is_empty() {
+            return;
+        }
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "{:<52} {:>8} {:>8} {:>8} {:>8}  (callgrind, driver and GSP in turns on one \
+             thread: the same on every run)",
+            "instructions per command", "driver", "GSP", "total", "goal"
+        );
+        for c in &self.instructions {
+            let (goal, verdict) = match c.workload.echo {
+                true => (
+                    goal_text(Goal::AtMost(ECHO_GOAL)),
+                    if c.total() <= ECHO_GOAL {
+                        "met"
+                    } else {
+                        "NOT met"
+                    },
+                ),
+                false => (String::from("-"), "(for information)"),
+            };
+            let _ = writeln!(
+                out,
+                "{:<52} {:>8.0} {:>8.0} {:>8.0} {:>8}  {}",
+                c.workload.label,
+                c.driver,
+                c.gsp,
+                c.total(),
+                goal,
+                verdict
+            );
+        }
     }
 
     /// Appends the table of the barrier variants, if any were measured.
@@ -571,6 +731,49 @@ impl Report {
                 string(&key),
                 items.join(", "),
                 comma(i, self.variants.len())
+            );
+        }
+        out.push_str("  },\n");
+
+        out.push_str("  \"runs\": {\n");
+        let runs: Vec<RunsResult<'_>> = self.over_runs().collect();
+        for (i, r) in runs.iter().enumerate() {
+            let fields = [
+                ("values", numbers(r.values.iter().copied())),
+                ("median", number(r.median)),
+                ("min", number(r.range.0)),
+                ("max", number(r.range.1)),
+                ("met", r.met().map_or("null".into(), |m| m.to_string())),
+            ];
+            let _ = writeln!(
+                out,
+                "    {}: {}{}",
+                string(r.ratio.spec.key),
+                object(&fields),
+                comma(i, runs.len())
+            );
+        }
+        out.push_str("  },\n");
+
+        out.push_str("  \"instructions\": {\n");
+        for (i, c) in self.instructions.iter().enumerate() {
+            let goal = match c.workload.echo {
+                true => string(&goal_text(Goal::AtMost(ECHO_GOAL))),
+                false => "null".into(),
+            };
+            let fields = [
+                ("label", string(c.workload.label)),
+                ("driver", number(c.driver)),
+                ("gsp", number(c.gsp)),
+                ("total", number(c.total())),
+                ("goal", goal),
+            ];
+            let _ = writeln!(
+                out,
+                "    {}: {}{}",
+                string(c.workload.key),
+                object(&fields),
+                comma(i, self.instructions.len())
             );
         }
         out.push_str("  },\n");

@@ -12,6 +12,7 @@ use std::{
 use serde_json::Value;
 use vgsp_bench::{
     figure,
+    instructions,
     machine::Machine,
     variants,
     Config,
@@ -210,4 +211,77 @@ fn a_run_with_the_all_full_variant_has_nothing_pending() {
     let json: Value = serde_json::from_str(&report.json()).unwrap();
     assert_eq!(json["pending"], serde_json::json!({}));
     assert!(report.table().contains("acq-rel/all-full"));
+}
+
+/// A report of the round trip and the ping-pong whose one repetition makes the ratio
+/// `rt_busy_over_pingpong` equal `ratio`.
+fn report_with_round_trip_ratio(ratio: f64) -> Report {
+    let (rt, ping) = (
+        figure("echo8_rt_busy_ns").unwrap(),
+        figure("pingpong_rt_ns").unwrap(),
+    );
+    let ns = |v: f64| Sample {
+        value: v,
+        p99: Some(2.0 * v),
+    };
+    let measured = vec![(ping, vec![ns(100.0)]), (rt, vec![ns(100.0 * ratio)])];
+    Report::new(Machine::probe(), Config::new(Mode::Smoke), measured)
+}
+
+#[test]
+fn runs_give_each_ratio_its_median_and_range() {
+    let earlier = [
+        report_with_round_trip_ratio(3.0),
+        report_with_round_trip_ratio(5.0),
+    ];
+    let report = report_with_round_trip_ratio(4.5).with_runs(&earlier);
+    // The last run's own ratio stays as one run reports it.
+    assert_eq!(report.ratios[0].value, 4.5);
+    let json: Value = serde_json::from_str(&report.json()).unwrap();
+    let runs = &json["runs"]["rt_busy_over_pingpong"];
+    let values: Vec<f64> = runs["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_f64)
+        .collect();
+    assert_eq!(values, [3.0, 5.0, 4.5]);
+    assert_eq!(runs["median"].as_f64(), Some(4.5));
+    assert_eq!(runs["min"].as_f64(), Some(3.0));
+    assert_eq!(runs["max"].as_f64(), Some(5.0));
+    assert_eq!(runs["met"], false);
+    assert!(report.table().contains("ratio over 3 runs"));
+}
+
+#[test]
+fn callgrind_counts_each_side_of_both_workloads() {
+    let runner = std::env::var("VGSP_TEST_RUNNER").unwrap_or_default();
+    let has_valgrind = Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !runner.trim().is_empty() || !has_valgrind {
+        eprintln!("skipped: no valgrind here, or a cross build's runner");
+        return;
+    }
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_vgsp-bench"));
+    let counted = instructions::measure(exe, &mut |_| {}).expect("callgrind counts");
+    assert_eq!(counted.len(), instructions::WORKLOADS.len());
+    for c in &counted {
+        // Hundreds to thousands a side: not zero (nothing collected), not the whole
+        // program (the toggles ignored).
+        for (side, n) in [("driver", c.driver), ("gsp", c.gsp)] {
+            assert!(
+                (100.0..20_000.0).contains(&n),
+                "{}: {side} {n}",
+                c.workload.key
+            );
+        }
+    }
+    // A 4 KiB command costs both sides more than an 8-byte echo.
+    assert!(counted[1].driver > counted[0].driver && counted[1].gsp > counted[0].gsp);
+    let report = report_with_round_trip_ratio(2.0).with_instructions(counted);
+    let json: Value = serde_json::from_str(&report.json()).unwrap();
+    assert_positive(&json["instructions"]["instr_echo8"]["total"], "instr_echo8");
+    assert_eq!(json["instructions"]["instr_echo8"]["goal"], "<= 2000");
 }

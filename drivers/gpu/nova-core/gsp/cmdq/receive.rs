@@ -380,13 +380,14 @@ impl CmdqRx {
         raw: &GspMsgElement,
         available: u32,
         payload: &mut KVec<u8>,
+        start: usize,
     ) -> Result<(GspMsgElement, usize, Chunk), Fault> {
         if let Err(fault) = check_elem_count(raw.elem_count, available) {
             // The element cannot be delimited: drop everything published.
             self.consume(mem, available);
             return Err(fault);
         }
-        let checked = self.copy_and_check(mem, raw, payload);
+        let checked = self.copy_and_check(mem, raw, payload, start);
         if checked.is_err() {
             self.consume(mem, raw.elem_count);
         }
@@ -396,8 +397,12 @@ impl CmdqRx {
     /// Validates `raw`, the header of the element at the read pointer, then copies just
     /// the payload bytes it announces (not the padding of the last slot) out of the ring,
     /// verifies the checksum on that copy and checks the sequence number. The bytes go to
-    /// the end of `payload` if it has room for them already, else to the element buffer:
-    /// either way nothing is allocated, and `payload` is as it was if a check fails.
+    /// `payload` at `start`, its length then `start` plus theirs, if it has room for them
+    /// already, else to the element buffer: either way nothing is allocated, and
+    /// `payload` is `start` bytes long if a check fails.
+    ///
+    /// `payload` may be longer than `start` (a buffer given back, whose old bytes are
+    /// overwritten): only what lies past its length is zeroed before the copy.
     ///
     /// The header is copied out of the ring once and every check is on that copy; the
     /// payload is copied once, and only the copy is used.
@@ -406,12 +411,17 @@ impl CmdqRx {
         mem: &DmaGspMem,
         raw: &GspMsgElement,
         payload: &mut KVec<u8>,
+        start: usize,
     ) -> Result<(GspMsgElement, usize, Chunk), Fault> {
         let (header, chunk_len) = validate_header(raw.as_bytes(), raw.elem_count)?;
-        let start = payload.len();
+        let need = start + chunk_len;
+        payload.truncate(need);
         // Within the capacity: this does not allocate, and cannot fail.
-        let placed = payload.capacity() - start >= chunk_len
-            && payload.resize(start + chunk_len, 0, GFP_KERNEL).is_ok();
+        let placed = payload.capacity() >= need
+            && (payload.len() == need || payload.resize(need, 0, GFP_KERNEL).is_ok());
+        if !placed {
+            payload.truncate(start);
+        }
         let (chunk, copy) = match placed {
             true => (Chunk::Placed, &mut payload[start..]),
             // PANIC: `validate_header` bounds `chunk_len` by `MAX_ELEMENT_PAYLOAD`, the
@@ -527,15 +537,16 @@ impl CmdqRx {
         // whether `advance_cpu_read_ptr`'s barrier does. Only `used`, once the head is
         // checked and consumed, takes the length: a bad head takes nobody's.
         let len = expected.len(function, sequence);
+        // Not cleared: `copy_and_check` overwrites the bytes it keeps.
         let mut payload = core::mem::take(&mut self.spare);
-        payload.clear();
-        let (head, chunk_len, chunk) = match self.check_element(mem, raw, available, &mut payload) {
-            Ok(checked) => checked,
-            Err(fault) => {
-                self.spare = payload;
-                return Err(RxError::Refused(fault));
-            }
-        };
+        let (head, chunk_len, chunk) =
+            match self.check_element(mem, raw, available, &mut payload, 0) {
+                Ok(checked) => checked,
+                Err(fault) => {
+                    self.spare = payload;
+                    return Err(RxError::Refused(fault));
+                }
+            };
         // Room for the whole message where its length is known (past the largest RPC it is
         // refused when the records reach it), else for this element.
         let room = len.map_or(chunk_len, |len| len.min(MAX_RPC_PAYLOAD).max(chunk_len));
@@ -573,7 +584,7 @@ impl CmdqRx {
         let reject = |fault| RxError::Rejected(fault, function, sequence);
         let before = partial.payload.len();
         let (cont, chunk_len, chunk) = self
-            .check_element(mem, raw, available, &mut partial.payload)
+            .check_element(mem, raw, available, &mut partial.payload, before)
             .map_err(reject)?;
         if before + chunk_len > MAX_RPC_PAYLOAD {
             self.accept(mem, &cont);
@@ -602,7 +613,7 @@ impl CmdqRx {
     /// is open: checked as any element and refused if bad, else consumed and skipped.
     fn skip_stray(&mut self, mem: &DmaGspMem, raw: &GspMsgElement, available: u32) -> RxError {
         // No room: checked in the element buffer, without an allocation.
-        match self.check_element(mem, raw, available, &mut KVec::new()) {
+        match self.check_element(mem, raw, available, &mut KVec::new(), 0) {
             Ok((record, _, _)) => {
                 self.accept(mem, &record);
                 RxError::Skipped(Fault::ContinuationWithoutHead)

@@ -30,6 +30,7 @@ use kernel::{
 
 use crate::gsp::fw::{
     self,
+    element::Checksum,
     ring::{
         for_each_ring_piece,
         ring_ptr,
@@ -133,28 +134,40 @@ impl DmaGspMem {
     }
 
     /// Writes `bytes` at byte `pos` of the element that starts at `ring`'s write pointer,
-    /// wrapping past the ring end.
+    /// wrapping past the ring end; with `sum`, adds them to it as it goes
+    /// ([`Checksum::copy_update_at`]: each block summed just before it is copied, so the
+    /// bytes are read from memory once).
     ///
     /// The caller owns the slots: it checked with [`Self::gsp_read_ptr`] that they are
     /// free, and `pos + bytes.len()` stays within them.
+    #[inline]
     pub(super) fn write_element_bytes(
         &self,
         ring: &WriteCursor,
         pos: usize,
         bytes: &[u8],
+        mut sum: Option<&mut Checksum>,
     ) -> Result {
         let start = ring.write_offset(pos);
         for_each_ring_piece(start, bytes.len(), |ring_off, range| {
-            // The slots written were acquired by `gsp_read_ptr` as free (the caller's duty);
-            // the GSP does not read them until the write pointer publishes them.
-            io_project!(self.mem, .cpuq.msgq.data[try: ring_off..ring_off + range.len()])
-                .copy_from_slice(&bytes[range]);
-            Ok(())
+            let copy = |at: usize, block: &[u8]| {
+                let off = ring_off + at;
+                // The slots written were acquired by `gsp_read_ptr` as free (the caller's
+                // duty); the GSP does not read them until the write pointer publishes them.
+                io_project!(self.mem, .cpuq.msgq.data[try: off..off + block.len()])
+                    .copy_from_slice(block);
+                Ok(())
+            };
+            match sum.as_deref_mut() {
+                Some(sum) => sum.copy_update_at(pos + range.start, &bytes[range], copy),
+                None => copy(0, &bytes[range]),
+            }
         })
     }
 
     /// Copies `dst.len()` bytes starting at byte `pos` of the element at `ring`'s read
     /// pointer out of the ring, wrapping past the ring end.
+    #[inline]
     pub(super) fn read_element_bytes(
         &self,
         ring: &ReadCursor,

@@ -19,6 +19,7 @@ use super::{
 };
 use crate::gsp::{
     fw::{
+        element::Checksum,
         ring::WriteCursor,
         GspMsgElement,
         MsgFunction,
@@ -84,14 +85,20 @@ impl CmdqTx {
                 &parts[1][range.start.saturating_sub(first)..range.end.saturating_sub(first)],
             ),
         ];
-        header.seal_pieces(&pieces);
-
-        mem.write_element_bytes(&self.ring, 0, header.as_bytes())?;
+        // The payload first, summed as it is copied; then the header, sealed with that sum.
+        let mut payload = Checksum::default();
         for (at, piece) in pieces {
             if !piece.is_empty() {
-                mem.write_element_bytes(&self.ring, ELEMENT_HEADER_SIZE + at, piece)?;
+                mem.write_element_bytes(
+                    &self.ring,
+                    ELEMENT_HEADER_SIZE + at,
+                    piece,
+                    Some(&mut payload),
+                )?;
             }
         }
+        header.seal_summed(payload);
+        mem.write_element_bytes(&self.ring, 0, header.as_bytes(), None)?;
         mem.advance_cpu_write_ptr(&mut self.ring, elem_count);
         self.seq = self.seq.wrapping_add(1);
 

@@ -37,7 +37,10 @@ use std::{
         Mutex, //
     },
     thread,
-    time::Duration,
+    time::{
+        Duration,
+        Instant, //
+    },
 };
 
 use nova_core::gsp::fw::MsgFunction;
@@ -51,6 +54,7 @@ use zerocopy::{
 };
 
 use crate::{
+    activity::Activity,
     device::{
         Bar,
         ConfigSpace,
@@ -71,6 +75,10 @@ use crate::{
         CotMessage,
         Fsp,
         Response, //
+    },
+    latency::{
+        Doorbells,
+        Watch, //
     },
     pci::Header,
     regs, //
@@ -149,12 +157,16 @@ struct Bar0 {
     display_fuse_read: bool,
     /// How the GSP is to misbehave, if at all.
     fault: Option<Fault>,
+    /// The doorbells rung, for the RPCs' latency ([`crate::latency`]).
+    doorbells: Doorbells,
 }
 
 impl Bar0 {
-    fn new(ram: MappedRam, fault: Option<Fault>) -> Self {
+    fn new(ram: MappedRam, fault: Option<Fault>, doorbells: Doorbells) -> Self {
+        doorbells.clear();
         Self {
             fault,
+            doorbells,
             ram,
             fsp: Fsp::default(),
             flush: [0; 2],
@@ -303,14 +315,20 @@ impl Bar0 {
     fn start_gsp(&mut self, boot_params: u64) {
         let (tx, rx) = mpsc::channel();
         let (ram, falcon, fault) = (self.ram.clone(), self.falcon.clone(), self.fault);
-        let handle = thread::spawn(move || run_gsp(&ram, &falcon, boot_params, fault, &rx));
+        // The vCPUs' clock opened now, not at the first doorbell, which it would delay.
+        let _ = self.doorbells.cpu_now();
+        let doorbells = self.doorbells.clone();
+        let handle =
+            thread::spawn(move || run_gsp(&ram, &falcon, boot_params, fault, &rx, doorbells));
         self.gsp = Some((tx, handle));
     }
 
     fn ring_doorbell(&mut self) {
         match &self.gsp {
             Some((tx, _)) => {
+                let at = Instant::now();
                 let _ = tx.send(Wake::Doorbell);
+                self.doorbells.ring(at);
             }
             None if !self.early_doorbell => {
                 self.early_doorbell = true;
@@ -335,6 +353,7 @@ fn run_gsp(
     boot_params: u64,
     fault: Option<Fault>,
     rx: &mpsc::Receiver<Wake>,
+    doorbells: Doorbells,
 ) {
     let lock = || falcon.lock().unwrap_or_else(|e| e.into_inner());
     // What the driver put in the WPR metadata's region offsets, said once the chain holds.
@@ -352,6 +371,13 @@ fn run_gsp(
     if let Some(placement) = placement.take() {
         say!("fmc: WPR metadata: {placement}");
     }
+    let queues = found.as_ref().ok().and_then(|found| {
+        ram.view(
+            found.shared,
+            core::mem::size_of::<nova_core::gsp::fw::GspMem>(),
+        )
+    });
+    let mut watch = queues.map(|mem| Watch::new(mem, doorbells));
     let mut gsp = match found {
         Ok(found) => {
             say!(
@@ -387,15 +413,23 @@ fn run_gsp(
     let (mut broken, mut dropped) = (None, 0);
     loop {
         match rx.recv_timeout(wait) {
-            Ok(Wake::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            Ok(Wake::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return say_rpcs(watch.as_mut().map(|w| w.close(&gsp, true)));
+            }
             Ok(Wake::Doorbell) | Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
-        let mut progress = gsp.run_until_idle();
+        let mut progress = match &mut watch {
+            Some(watch) => watch.serve(&mut gsp),
+            None => gsp.run_until_idle(),
+        };
         if let Some(playing) = &mut play {
             match playing.poll(&mut gsp) {
                 Ok(Some(line)) => {
                     say!("{line}");
-                    progress = gsp.run_until_idle();
+                    progress = match &mut watch {
+                        Some(watch) => watch.serve(&mut gsp),
+                        None => gsp.run_until_idle(),
+                    };
                 }
                 Ok(None) => {}
                 Err(e) => {
@@ -434,6 +468,8 @@ fn run_gsp(
                 GSP_IDLE
             }
         };
+        say_rpcs(watch.as_mut().map(|w| w.look(&gsp)));
+        wait = watch.as_ref().map_or(wait, |w| w.wait(wait));
         if gsp.stats.journal_dropped != dropped {
             dropped = gsp.stats.journal_dropped;
             say!("gsp: {dropped} journal entries dropped so far (the journal was full)");
@@ -445,8 +481,28 @@ fn run_gsp(
             say!("gsp: unloading: processor suspended (mailbox 0 bit 31)");
             f.cpuctl = regs::CPUCTL_HALTED;
             say!("gsp: unloading: core halted");
+            drop(f);
+            // The core is halted; the driver's read of the last reply is still watched.
+            if let Some(watch) = &mut watch {
+                while watch.watching() {
+                    say_rpcs(Some(watch.look(&gsp)));
+                    if let Ok(Wake::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) =
+                        rx.recv_timeout(watch.wait(GSP_IDLE))
+                    {
+                        break;
+                    }
+                }
+                say_rpcs(Some(watch.close(&gsp, true)));
+            }
             return;
         }
+    }
+}
+
+/// Says the RPCs ended, if the latency is measured.
+fn say_rpcs(rpcs: Option<Vec<crate::latency::Rpc>>) {
+    for rpc in rpcs.unwrap_or_default() {
+        say!("{}", rpc.line());
     }
 }
 
@@ -567,6 +623,8 @@ pub struct Gh100 {
     ram: MappedRam,
     /// The regions and bytes of RAM last reported.
     ram_said: Option<(usize, u64)>,
+    /// The driver's register accesses, counted ([`crate::activity`]).
+    activity: Activity,
 }
 
 impl Default for Gh100 {
@@ -586,10 +644,22 @@ impl Gh100 {
         let ram = MappedRam::new();
         Self {
             header: Header::new(),
-            bar0: Bar0::new(ram.clone(), fault),
+            bar0: Bar0::new(ram.clone(), fault, Doorbells::default()),
             ram,
             ram_said: None,
+            activity: Activity::default(),
         }
+    }
+
+    /// Counts the driver's register accesses in `activity` ([`crate::activity`]).
+    pub fn count_activity(&mut self, activity: Activity) {
+        self.activity = activity;
+    }
+
+    /// Measures the guest's CPU time during each RPC: QEMU's process is `pid`
+    /// ([`crate::latency`]).
+    pub fn measure_cpu(&mut self, pid: u32) {
+        self.bar0.doorbells.measure(pid);
     }
 
     /// Stops the GSP's thread, if it runs.
@@ -604,6 +674,7 @@ impl PciFunction for Gh100 {
     }
 
     fn bar(&mut self, _index: usize) -> &mut dyn Bar {
+        self.activity.note();
         &mut self.bar0
     }
 
@@ -624,7 +695,11 @@ impl PciFunction for Gh100 {
     fn reset(&mut self) {
         self.bar0.stop();
         self.header = Header::new();
-        self.bar0 = Bar0::new(self.ram.clone(), self.bar0.fault);
+        self.bar0 = Bar0::new(
+            self.ram.clone(),
+            self.bar0.fault,
+            self.bar0.doorbells.clone(),
+        );
     }
 }
 

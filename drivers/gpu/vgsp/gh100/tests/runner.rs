@@ -136,3 +136,40 @@ fn qemu_that_ends_without_connecting_is_a_clean_end() {
     let (code, err) = finish(runner, &dir);
     assert_eq!(code, Some(0), "{err}");
 }
+
+#[test]
+fn sigterm_with_an_activity_file_stops_qemu_and_counts_no_access_without_a_driver() {
+    let dir = scratch("sigterm");
+    let activity = dir.join("activity");
+    let mut runner = binary(env!("CARGO_BIN_EXE_vgsp-gh100"))
+        .arg("--log")
+        .arg(dir.join("qemu.log"))
+        .arg("--activity")
+        .arg(&activity)
+        .args(["--timeout", "60", "--", "/bin/sh", "-c", "exec sleep 100"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    // The runner publishes the count from its first look on: its handler is in place.
+    while !activity.exists() {
+        assert!(
+            started.elapsed() < HAND_OVER_TIMEOUT && runner.try_wait().unwrap().is_none(),
+            "the runner wrote no activity file"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(fs::read_to_string(&activity).unwrap(), "0\n");
+    // CAST: a running child's pid is a positive `pid_t`.
+    let pid = runner.id() as libc::pid_t;
+    // SAFETY: a plain syscall; `pid` is our unwaited child.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let (code, err) = finish(runner, &dir);
+    assert_eq!(code, Some(124), "{err}");
+    assert!(err.contains("stopped (SIGTERM)"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the stand-in was not killed"
+    );
+}

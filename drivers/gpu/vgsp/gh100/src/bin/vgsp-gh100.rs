@@ -3,7 +3,7 @@
 //! `vgsp-gh100`: boots QEMU with an emulated GH100, this process being the device.
 //!
 //! ```text
-//! vgsp-gh100 --log FILE [--timeout SECS] [--memory MIB] [--gsp-fault NAME] -- QEMU_BINARY QEMU_ARGS...
+//! vgsp-gh100 --log FILE [--timeout SECS] [--memory MIB] [--gsp-fault NAME] [--activity FILE] -- QEMU_BINARY QEMU_ARGS...
 //! vgsp-gh100 --list-faults
 //! vgsp-gh100 --list-registers
 //! ```
@@ -20,9 +20,12 @@
 //!    transcript (`gh100: …` lines) to standard output.
 //! 4. With `--gsp-fault`, the GSP misbehaves as [`vgsp_gh100::fault`] names.
 //! 5. Waits for QEMU to exit, or for the timeout (300 s by default), when it kills it.
+//! 6. With `--activity FILE`, keeps the count of the driver's register accesses in FILE
+//!    and takes `SIGTERM` as a stop: QEMU killed, as on the timeout
+//!    ([`vgsp_gh100::activity`]; the runner that watches the count sends it).
 //!
 //! Exit status: 0 when QEMU ran to its end and the device followed the protocol; 124 on
-//! the timeout; 1 when QEMU or the device failed (the reason on standard error); 2 for
+//! the timeout or the stop; 1 when QEMU or the device failed (the reason on standard error); 2 for
 //! a usage error.
 
 use std::{
@@ -40,6 +43,11 @@ use std::{
 };
 
 use vgsp_gh100::{
+    activity::{
+        self,
+        Activity,
+        Publisher, //
+    },
     fault::Fault,
     gh100::Gh100,
     vfio, //
@@ -49,20 +57,21 @@ use vgsp_gh100::{
 const QEMU_EXIT_GRACE: Duration = Duration::from_secs(10);
 
 const USAGE: &str =
-    "usage: vgsp-gh100 --log FILE [--timeout SECS] [--memory MIB] [--gsp-fault NAME] -- QEMU_BINARY QEMU_ARGS...";
+    "usage: vgsp-gh100 --log FILE [--timeout SECS] [--memory MIB] [--gsp-fault NAME] [--activity FILE] -- QEMU_BINARY QEMU_ARGS...";
 
 struct Args {
     log: String,
     timeout: Duration,
     memory: u64,
     fault: Option<Fault>,
+    activity: Option<String>,
     qemu: Vec<String>,
 }
 
 fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
     let mut args = args.into_iter();
     let (mut log, mut timeout, mut memory) = (None, Duration::from_secs(300), 512);
-    let mut fault = None;
+    let (mut fault, mut activity) = (None, None);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
         match arg.as_str() {
@@ -83,6 +92,7 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
                     .ok_or(format!("--memory {mib}: not a size in MiB from 64 to 3072"))?;
             }
             "--gsp-fault" => fault = Some(Fault::named(&value("--gsp-fault")?)?),
+            "--activity" => activity = Some(value("--activity")?),
             "--" => {
                 let qemu: Vec<String> = args.collect();
                 if qemu.is_empty() {
@@ -93,6 +103,7 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
                     timeout,
                     memory,
                     fault,
+                    activity,
                     qemu,
                 });
             }
@@ -109,6 +120,12 @@ fn run(args: Args) -> Result<bool, String> {
     // What ends the device's wait for a QEMU that never connects.
     let waker = listener.waker();
     let (mib, fault) = (args.memory, args.fault);
+    let activity = Activity::default();
+    let mut publisher = args.activity.as_deref().map(|p| Publisher::new(p.as_ref()));
+    if publisher.is_some() {
+        activity::stop_on_sigterm().map_err(|e| format!("SIGTERM's handler: {e}"))?;
+    }
+    let counted = activity.clone();
     let mut qemu = Command::new(&args.qemu[0]);
     qemu.args(&args.qemu[1..])
         .args(["-m", &format!("{mib}M"), "-object"])
@@ -123,8 +140,11 @@ fn run(args: Args) -> Result<bool, String> {
     let mut child = qemu
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", args.qemu[0]))?;
+    let qemu_pid = child.id();
     let device = thread::spawn(move || {
         let mut gpu = Gh100::with_fault(fault);
+        gpu.measure_cpu(qemu_pid);
+        gpu.count_activity(counted);
         let served = listener.serve(&mut gpu);
         gpu.stop();
         served
@@ -135,6 +155,11 @@ fn run(args: Args) -> Result<bool, String> {
     // later: on a loaded machine the device sees the end first.
     let mut closed: Option<Instant> = None;
     let status = loop {
+        if let Some(Err(e)) = publisher.as_mut().map(|p| p.publish(activity.count())) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("the activity file: {e}"));
+        }
         if device.as_ref().is_some_and(|d| d.is_finished()) {
             let ended = device.take().map(thread::JoinHandle::join);
             let why = match ended {
@@ -159,7 +184,9 @@ fn run(args: Args) -> Result<bool, String> {
                     QEMU_EXIT_GRACE.as_secs()
                 ));
             }
-            Ok(None) if started.elapsed() > args.timeout => break None,
+            Ok(None) if started.elapsed() > args.timeout || activity::stop_requested() => {
+                break None
+            }
             Ok(None) => thread::sleep(Duration::from_millis(50)),
             Err(e) => return Err(format!("waiting for QEMU: {e}")),
         }
@@ -171,10 +198,13 @@ fn run(args: Args) -> Result<bool, String> {
         if let Some(d) = device {
             let _ = d.join();
         }
-        eprintln!(
-            "vgsp-gh100: QEMU did not end within {} s: killed",
-            args.timeout.as_secs()
-        );
+        match activity::stop_requested() {
+            true => eprintln!("vgsp-gh100: stopped (SIGTERM): QEMU killed"),
+            false => eprintln!(
+                "vgsp-gh100: QEMU did not end within {} s: killed",
+                args.timeout.as_secs()
+            ),
+        }
         return Ok(false);
     };
     if let Some(d) = device {
