@@ -81,6 +81,8 @@
 //! | `sizes::{SZ_1K..=SZ_2G, SizeConstants}` | the same | same | The `usize` constants and the trait's associated constants on `u32`, `u64`, `usize`. |
 //! | `ffi::{c_char, c_schar, c_uchar, c_short, c_ushort, c_int, c_uint, c_long, c_ulong, c_longlong, c_ulonglong, c_void, CStr}` | the same (7.3: the `ffi` crate, re-exported as `kernel::ffi`) | same | The kernel's mapping: `c_char` is `u8`, `c_long`/`c_ulong` are `isize`/`usize`. |
 //! | `io::poll::read_poll_timeout` | the same | same | Same signature and loop; ours has no `might_sleep()` check and no `#[track_caller]`. |
+//! | `processor::cpu_relax` | the same | same | Same signature; ours is `core::hint::spin_loop`. |
+//! | `task::might_sleep` | the same | differs | Same signature; ours checks nothing (the host has no atomic context). |
 //! | `sync::atomic::{Atomic<T>, Relaxed, Acquire, Release, Full}` | the same | same | `Atomic<T>` for `i32`/`u32`/`i64`/`u64`/`isize`/`usize` with 7.3's `new`, `from_ptr`, `as_ptr`, `get_mut`, `load`, `store`, `xchg`, `cmpxchg`, `add`, `fetch_add`, `fetch_sub`, and the sealed `ordering::{Ordering, AcquireOrRelaxed, ReleaseOrRelaxed}`; backed by `core`'s atomics (loom's under the model), `Full` as `SeqCst`. 7.3 also has `bool`/`i8`/`i16`/pointers, `AtomicFlag` and free functions; under loom ours has no `as_ptr`/`get_mut`, a `from_ptr` that panics (the copy engine's call builds; no model scenario reaches it) and a non-`const` `new` (a loom atomic is not memory). |
 //! | `sync::barrier::{dma_mb, Full, Read, Write}` | the same | same | Same calls and instructions (arm64 `dmb osh`/`oshld`/`oshst`; x86-64 `mfence` or a compiler barrier); ours has `smp_mb`, `mb` too. `Full` is the atomics' `ordering::Full`, re-exported through `sync::barrier::ordering` as in 7.3. Under loom `dma_mb` is a fence. |
 //! | — | `sync::barrier::{FLAVOURS, DMA_INSTRUCTIONS, stats}` | not in 7.3 | Benchmark only (`vgsp-barriers`, feature `dma-mb-stats`). |
@@ -129,9 +131,11 @@ pub mod num;
 pub mod pci;
 pub mod prelude;
 pub mod print;
+pub mod processor;
 pub mod ptr;
 pub mod sizes;
 pub mod sync;
+pub mod task;
 pub mod time;
 #[cfg(all(feature = "trace", not(loom)))]
 pub use backend::trace;
