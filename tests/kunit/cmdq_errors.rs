@@ -89,7 +89,7 @@ pub mod tests {
     /// Receives within `timeout` and checks the receive fails with `fault`'s errno and
     /// names `fault`.
     fn expect_refused(pair: &mut Pair, timeout: Delta, fault: Fault) -> Result {
-        check!(pair.cmdq.receive_any(timeout).err() == Some(fault.errno()))?;
+        check!(pair.cmdq.receive_any(timeout).err() == Some(Error::from(fault)))?;
         check!(pair.cmdq.last_fault() == Some(fault))?;
         Ok(())
     }
@@ -791,11 +791,11 @@ pub mod tests {
                     true
                 }
                 Case::Suite(suite) => {
-                    pr_info!("{}: shown by {}\n", fault.reason(), suite);
+                    pr_info!("{}: shown by {}\n", fault, suite);
                     true
                 }
                 Case::NotTheGsps(why) => {
-                    pr_info!("{}: not the GSP's: {}\n", fault.reason(), why);
+                    pr_info!("{}: not the GSP's: {}\n", fault, why);
                     false
                 }
             };

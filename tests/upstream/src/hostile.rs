@@ -42,7 +42,10 @@ use std::{
         AssertUnwindSafe, //
     },
     println,
-    string::String,
+    string::{
+        String,
+        ToString, //
+    },
     sync::mpsc,
     thread,
     time::Duration,
@@ -869,7 +872,7 @@ fn table(fault: Fault) -> String {
         Consumes::Published => "published slots dropped",
         Consumes::Message => "consumed with its message",
     };
-    format!("{:?}: {fault}, {consumes}", fault.errno())
+    format!("{:?}: {fault}, {consumes}", Error::from(fault))
 }
 
 /// Runs every class on upstream's queue and on ours, printing one row per class: the
@@ -941,7 +944,7 @@ pub fn hostile() -> Result<HostileOutcome> {
         .iter()
         .filter(|f| f.origin() == Origin::Gsp)
         .partition(|f| CLASSES.iter().any(|c| c.fault == **f));
-    let elsewhere: Vec<&str> = elsewhere.iter().map(|f| f.reason()).collect();
+    let elsewhere: Vec<String> = elsewhere.iter().map(ToString::to_string).collect();
     println!(
         "hostile: the classes show {} of the {} faults the GSP can cause; \
          the others, shown by our suites: {}",

@@ -51,8 +51,9 @@ macro_rules! faults {
             /// Every fault, in the order of the list.
             pub const ALL: &'static [Self] = &[$(Self::$name,)*];
 
-            /// Returns the errno a receive returns for it.
-            pub const fn errno(self) -> Error {
+            /// Returns the errno a receive returns for it (outside the crate:
+            /// `Error::from`).
+            pub(crate) const fn errno(self) -> Error {
                 match self {
                     $(Self::$name => $errno,)*
                 }
@@ -72,8 +73,9 @@ macro_rules! faults {
                 }
             }
 
-            /// Returns the reason in a few words, as logs and tools print it.
-            pub const fn reason(self) -> &'static str {
+            /// Returns the reason in a few words, as logs and tools print it (outside the
+            /// crate: its `Display`).
+            pub(crate) const fn reason(self) -> &'static str {
                 match self {
                     $(Self::$name => $reason,)*
                 }

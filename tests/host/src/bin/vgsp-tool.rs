@@ -130,7 +130,8 @@ fn replay(args: &[String]) -> Result<Vec<String>, String> {
                 lines.push(format!(
                     "err {:?} {}",
                     e,
-                    cmdq.last_fault().map_or("unknown", |f| f.reason())
+                    cmdq.last_fault()
+                        .map_or_else(|| "unknown".to_string(), |f| f.to_string())
                 ));
                 if cmdq.cpu_ptrs().1 == before {
                     break;
