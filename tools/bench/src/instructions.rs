@@ -233,21 +233,42 @@ pub fn callgrind_total(out: &str) -> Option<u64> {
     first("totals:").or_else(|| first("summary:"))
 }
 
-/// Checks that `valgrind` runs.
+/// Returns whether `valgrind` runs.
+fn valgrind_runs() -> bool {
+    Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
+/// Makes sure `valgrind` runs: if it does not, asks the workspace's tool table to install
+/// it (`cargo xtask tools ensure valgrind`, which installs Debian's package as root and
+/// otherwise names the command that does).
 ///
 /// # Errors
 ///
-/// - What to install, if it does not.
-fn check_valgrind() -> Result<(), String> {
-    match Command::new("valgrind").arg("--version").output() {
-        Ok(out) if out.status.success() => Ok(()),
-        _ => Err(
-            "instruction counts need valgrind's callgrind, which is not installed: \
-                  `apt-get install valgrind` (Debian's package `valgrind`), or leave the \
-                  counts out with `--no-instructions`"
-                .into(),
-        ),
+/// - What to install, if it still does not run.
+fn ensure_valgrind() -> Result<(), String> {
+    if valgrind_runs() {
+        return Ok(());
     }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let ensured = Command::new(cargo)
+        .args(["xtask", "tools", "ensure", "valgrind"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .output();
+    if valgrind_runs() {
+        return Ok(());
+    }
+    let why = match ensured {
+        Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        Err(e) => format!("`cargo xtask tools ensure valgrind` did not start: {e}"),
+    };
+    Err(format!(
+        "instruction counts need valgrind's callgrind, which is not installed ({why}); \
+         install Debian's package `valgrind`, or leave the counts out with \
+         `--no-instructions`"
+    ))
 }
 
 /// Counts the instructions of `side` per command of `workload`, running `exe` (this
@@ -299,7 +320,7 @@ fn count_side(exe: &Path, workload: &Workload, side: Side) -> Result<f64, String
 ///
 /// - What to install if valgrind is missing, or what failed.
 pub fn measure(exe: &Path, progress: &mut dyn FnMut(&str)) -> Result<Vec<Counted>, String> {
-    check_valgrind()?;
+    ensure_valgrind()?;
     WORKLOADS
         .iter()
         .map(|workload| {

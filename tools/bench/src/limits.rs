@@ -53,6 +53,24 @@ const GIGA: f64 = 1e9;
 /// 10^6: MB/s.
 const MEGA: f64 = 1e6;
 
+/// Runs `round_trip` [`WARM_ROUND_TRIPS`] times, then times each run for `cfg`'s span;
+/// returns the times, ns.
+fn time_round_trips(cfg: &Config, mut round_trip: impl FnMut()) -> Vec<f64> {
+    for _ in 0..WARM_ROUND_TRIPS {
+        round_trip();
+    }
+    let span = Span::start(cfg);
+    let mut ns = Vec::new();
+    loop {
+        let t0 = Instant::now();
+        if span.over_at(ns.len(), t0) {
+            return ns;
+        }
+        round_trip();
+        ns.push(nanos(t0.elapsed()));
+    }
+}
+
 /// Measures the cache-line ping-pong round trip between the two pinned threads: median
 /// and p99 in nanoseconds.
 pub fn ping_pong(cfg: &Config) -> Sample {
@@ -60,7 +78,7 @@ pub fn ping_pong(cfg: &Config) -> Sample {
     let (mut ns, ()) = run_pinned(
         || {
             let mut turn = 0u64;
-            let mut round_trip = || {
+            let ns = time_round_trips(cfg, || {
                 // ORDERING: `Release`/`Acquire` as a queue's pointers; there is no data behind
                 // the counter, so they only make the figure comparable. Pairs with the other
                 // thread's `Acquire` load and `Release` store.
@@ -69,20 +87,7 @@ pub fn ping_pong(cfg: &Config) -> Sample {
                     spin_loop();
                 }
                 turn += 2;
-            };
-            for _ in 0..WARM_ROUND_TRIPS {
-                round_trip();
-            }
-            let span = Span::start(cfg);
-            let mut ns = Vec::new();
-            loop {
-                let t0 = Instant::now();
-                if span.over_at(ns.len(), t0) {
-                    break;
-                }
-                round_trip();
-                ns.push(nanos(t0.elapsed()));
-            }
+            });
             // ORDERING: `Release`, as above.
             line.0.store(STOP, Release);
             ns
@@ -167,24 +172,11 @@ pub fn ring_round_trip(cfg: &Config) -> Sample {
     let (mut ns, ()) = run_pinned(
         || {
             let mut n = 0u64;
-            let mut round_trip = || {
+            let ns = time_round_trips(cfg, || {
                 n += 1;
                 to_gsp.post(n);
                 to_driver.take(n);
-            };
-            for _ in 0..WARM_ROUND_TRIPS {
-                round_trip();
-            }
-            let span = Span::start(cfg);
-            let mut ns = Vec::new();
-            loop {
-                let t0 = Instant::now();
-                if span.over_at(ns.len(), t0) {
-                    break;
-                }
-                round_trip();
-                ns.push(nanos(t0.elapsed()));
-            }
+            });
             // ORDERING: `Release`: nothing to publish but the request; pairs with the
             // `Acquire` load in `take`.
             to_gsp.count.0.store(STOP, Release);

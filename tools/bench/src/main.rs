@@ -24,8 +24,9 @@
 //!   table of figures and the JSON file are the last run's, with the N values of every
 //!   ratio (`runs`).
 //! - `--no-instructions`: leaves out the instructions per command, which are otherwise
-//!   counted first, under callgrind ([`vgsp_bench::instructions`]; valgrind must be
-//!   installed). `--smoke` and `--only` leave them out too.
+//!   counted first, under callgrind ([`vgsp_bench::instructions`], which installs
+//!   valgrind through `cargo xtask tools` if it is missing). `--smoke` and `--only` leave
+//!   them out too.
 //! - `--turns LEN COUNT echo|sink`: the hidden mode callgrind runs
 //!   ([`vgsp_bench::instructions::turns`]).
 //!

@@ -123,6 +123,9 @@ pub(crate) const TOOLS: &[Tool] = &[
     // emulated GPU's guests, arm64 above all (REFERENCE §11).
     sid("qemu-11-system-aarch64", "qemu-system-arm"),
     sid("qemu-11-system-x86_64", "qemu-system-x86"),
+    // The benchmark's instruction counts (`vgsp-bench`, which asks for it through
+    // `cargo xtask tools ensure valgrind`).
+    deb("valgrind", "valgrind"),
     // The fresh-machine check (`cargo xtask fresh-machine`).
     deb("debootstrap", "debootstrap"),
     deb("unshare", "util-linux"),
