@@ -124,6 +124,8 @@ cargo clippy --workspace --all-targets -- -D warnings || fail "clippy"
 cargo clippy -p mbarrier -p nova-core -p nova-testbench -p vgsp -- -D warnings -D unreachable-pub ||
     fail "clippy (no_std driver alone; an unreachable pub item is pub(crate), as a kernel build says)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q || fail "cargo doc: a rustdoc warning (dead or private link)"
+cargo xtask pub-audit ||
+    fail "pub-audit: a pub item of the driver that no other crate uses is pub(crate) (cargo xtask pub-audit --list)"
 pass "style"
 
 step "host x86_64: cargo test --workspace"

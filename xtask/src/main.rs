@@ -34,6 +34,9 @@
 //! `cargo xtask fresh-machine [--full | -- RUN_ARGS...]`: the tools' probe and `tests/run.sh` in a
 //! Debian root that has only what a new machine has (see [`fresh`]).
 //!
+//! `cargo xtask pub-audit [--list]`: which of the driver's `pub` items another crate needs,
+//! and which none does (see [`pub_audit`]).
+//!
 //! `cargo xtask api-7.3 [--tree DIR]`: the errors of nova-core compiled against the
 //! pristine Linux 7.3 `kernel` crate (see [`api`]).
 //!
@@ -50,7 +53,7 @@
 //    `process`); `aarch64` (on `tools`).
 // 1. On `util` alone: `fresh`, `kbuild` (the Linux 7.3 builds), `linux`, `mutants` (the
 //    mutant engine), `qemu`.
-// 2. `api`, `kernel` (on `kbuild`, `linux`); `boot` (`kbuild`, `qemu`); `kunit_boot`, `tools`
+// 2. `api`, `kernel` (on `kbuild`, `linux`); `pub_audit` (`linux`); `boot` (`kbuild`, `qemu`); `kunit_boot`, `tools`
 //    (`qemu`); `litmus` (`linux`); `ordering`, `variant` (`mutants`).
 // 3. `kernel_trace` (`boot`).
 // 4. `upstream` (`api`, `boot`, `kbuild`, `kernel_trace`, `linux`, `ordering`).
@@ -70,6 +73,7 @@ mod kunit_boot;
 mod latency;
 mod litmus;
 mod ordering;
+mod pub_audit;
 mod tools;
 mod variant;
 
@@ -94,6 +98,7 @@ fn main() -> ExitCode {
         Some("linux") => linux::linux_command(&args[1..]),
         Some("check-patches") => patches::check_patches(&args[1..]),
         Some("api-7.3") => api::api_7_3(&args[1..]),
+        Some("pub-audit") => pub_audit::pub_audit(&args[1..]),
         Some("kernel-7.3") => kernel::kernel_7_3(&args[1..]),
         Some("upstream") => upstream::upstream(&args[1..]),
         Some("qemu") => qemu::qemu_command(&args[1..]),
@@ -103,7 +108,7 @@ fn main() -> ExitCode {
         _ => Err("usage: cargo xtask ordering-mutants [--jobs N] [--list] | \
                   ordering-trace [--mutants] | variant-tree NAME DIR | litmus [--check] [FILE|DIR]... | linux-7.3 | \
                   linux RELEASE | \
-                  check-patches [--tree DIR] | api-7.3 [--tree DIR] | \
+                  check-patches [--tree DIR] | api-7.3 [--tree DIR] | pub-audit [--list] | \
                   kernel-7.3 [--without-project] [x86_64|arm64]... | \
                   upstream [--tree DIR] [--patch FILE]... [--arch ARCH] [--ordering] [--gsp-fault NAME|all]... [WHAT...] | \
                   qemu [aarch64|x86_64] | \
