@@ -447,7 +447,8 @@ pub(crate) fn ordering_mutants(args: &[String]) -> Result<bool, String> {
     ));
     let results: Arc<Mutex<Vec<(usize, Outcome)>>> = Arc::new(Mutex::new(Vec::new()));
     std::thread::scope(|s| {
-        for _ in 0..jobs {
+        // More workers than mutants would only idle.
+        for _ in 0..jobs.min(mutants.len()) {
             let (queue, results, exe, root) = (queue.clone(), results.clone(), &exe, &root);
             s.spawn(move || loop {
                 let Some((i, m)) = queue.lock().unwrap().pop_front() else {

@@ -100,6 +100,14 @@ fn check_cover_letter(
         .current_dir(tree)
         .output()
         .map_err(|e| format!("cannot run get_maintainer.pl: {e}"))?;
+    if !out.status.success() {
+        // With no names, no recipient would be checked: not a right letter.
+        return Err(format!(
+            "get_maintainer.pl failed ({}): {}",
+            out.status,
+            last_lines(&String::from_utf8_lossy(&out.stderr), 10)
+        ));
+    }
     let headers: String = text.split("\n\n").next().unwrap_or_default().to_string();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let address = line
@@ -214,8 +222,9 @@ pub(crate) fn check_patches(args: &[String]) -> Result<bool, String> {
                     .map_err(|e| format!("cannot run rustfmt: {e}"))?;
                 if !fmt.status.success() {
                     said.push(format!(
-                        "the tree's rustfmt: {}",
-                        last_lines(&String::from_utf8_lossy(&fmt.stdout), 20)
+                        "the tree's rustfmt: {}{}",
+                        last_lines(&String::from_utf8_lossy(&fmt.stdout), 20),
+                        last_lines(&String::from_utf8_lossy(&fmt.stderr), 20)
                     ));
                 }
                 if build && said.is_empty() {

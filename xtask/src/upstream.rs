@@ -263,6 +263,13 @@ pub(crate) fn patched_tree(
                 .map_err(|e| format!("git apply: {e} (is git installed?)"))
         };
         let touched = git_apply(&["--numstat"])?;
+        if !touched.status.success() {
+            return Err(format!(
+                "patch {} cannot be read as a patch:\n{}",
+                patch.display(),
+                String::from_utf8_lossy(&touched.stderr).trim_end()
+            ));
+        }
         if String::from_utf8_lossy(&touched.stdout).trim().is_empty() {
             return Err(format!(
                 "patch {} changes nothing under {nova}",
@@ -586,6 +593,9 @@ fn fault_table(
             }
         }
     }
+    // A fault named twice (or also through `all`) boots once: each has one directory.
+    let mut seen = std::collections::BTreeSet::new();
+    faults.retain(|f| seen.insert(f.clone()));
     // Each boot has its own directory, initramfs, logs and device socket: they run side
     // by side, the rows printed in the table's order.
     let width = boot::pool::width()?;
@@ -745,10 +755,13 @@ fn fuzz_receive(repo: &Path, tree: &Path) -> Result<(u64, u64), String> {
              rustup toolchain install nightly (or leave `fuzz` out of WHAT)"
             .into());
     }
-    let runs = std::env::var("VGSP_UPSTREAM_FUZZ_RUNS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(FUZZ_RUNS);
+    let runs =
+        match std::env::var("VGSP_UPSTREAM_FUZZ_RUNS") {
+            Ok(v) => v.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                format!("VGSP_UPSTREAM_FUZZ_RUNS={v}: a number of inputs, 1 or more")
+            })?,
+            Err(_) => FUZZ_RUNS,
+        };
     let work = repo.join("target/upstream");
     let (corpus, artifacts) = (work.join("fuzz-corpus"), work.join("fuzz-artifacts"));
     for dir in [&corpus, &artifacts] {

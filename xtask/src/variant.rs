@@ -17,7 +17,8 @@
 //!   after loading the GSP's write pointer.
 //!
 //! The copy holds the workspace's manifest and lock file and its source directories,
-//! without any `target` directory. The benchmark binary of a variant is told its name
+//! without any `target` directory, and a `.vgsp-variant-tree` file: an existing `DIR` is
+//! replaced only if it has that file (or nothing), and never if it holds the repository. The benchmark binary of a variant is told its name
 //! at build time (`VGSP_BENCH_VARIANT`).
 
 use std::{
@@ -161,6 +162,45 @@ fn apply(file: &str, text: &str, edits: &[Edit]) -> Result<String, String> {
     Ok(out)
 }
 
+/// The file that marks a directory as a variant tree, which a later `variant-tree` may
+/// replace.
+const MARK: &str = ".vgsp-variant-tree";
+
+/// Removes `dir` if it is an earlier variant tree; an empty or absent one is fine.
+///
+/// # Errors
+///
+/// - `dir` holds the repository, or is a directory with files and no [`MARK`]: nothing is
+///   removed, and the error says why.
+fn clear(dir: &Path, repo: &Path) -> Result<(), String> {
+    let Ok(mut entries) = fs::read_dir(dir) else {
+        return match dir.exists() {
+            true => Err(format!("{} exists and is not a directory", dir.display())),
+            false => Ok(()),
+        };
+    };
+    let (full, repo) = (fs::canonicalize(dir), fs::canonicalize(repo));
+    if let (Ok(full), Ok(repo)) = (full, repo) {
+        if repo.starts_with(&full) {
+            return Err(format!(
+                "{} holds the repository: name a directory of its own",
+                dir.display()
+            ));
+        }
+    }
+    if entries.next().is_none() {
+        return Ok(());
+    }
+    if !dir.join(MARK).is_file() {
+        return Err(format!(
+            "{} has files and is not a variant tree (no {MARK}): name a new or empty directory, \
+             or remove it if an older xtask made it",
+            dir.display()
+        ));
+    }
+    fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
 /// `cargo xtask variant-tree NAME DIR`.
 ///
 /// # Errors
@@ -176,9 +216,7 @@ pub(crate) fn variant_tree(args: &[String]) -> Result<bool, String> {
     };
     let edits = edits(root, name)?;
     let dir = Path::new(dir);
-    if dir.exists() {
-        fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
+    clear(dir, root)?;
     for f in FILES {
         fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         fs::copy(root.join(f), dir.join(f)).map_err(|e| format!("{f}: {e}"))?;
@@ -191,6 +229,7 @@ pub(crate) fn variant_tree(args: &[String]) -> Result<bool, String> {
         fs::write(dir.join(file), apply(file, &text, edits)?)
             .map_err(|e| format!("{file}: {e}"))?;
     }
+    fs::write(dir.join(MARK), name).map_err(|e| format!("{}: {e}", dir.display()))?;
     let changed: usize = edits.values().map(Vec::len).sum();
     println!(
         "variant {name}: {changed} edits in {} files, at {}",
@@ -203,6 +242,44 @@ pub(crate) fn variant_tree(args: &[String]) -> Result<bool, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Returns a new empty directory for one test.
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("xtask-variant-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_directory_with_files_and_no_mark_is_left_alone() {
+        let dir = scratch("unmarked");
+        fs::write(dir.join("precious"), "x").unwrap();
+        let e = clear(&dir, Path::new("/nonexistent-repo")).unwrap_err();
+        assert!(e.contains("not a variant tree"), "{e}");
+        assert!(dir.join("precious").is_file());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_directory_holding_the_repository_is_refused() {
+        let dir = scratch("holds-repo");
+        let repo = dir.join("repo");
+        fs::create_dir_all(&repo).unwrap();
+        fs::write(dir.join(MARK), "seed").unwrap();
+        let e = clear(&dir, &repo).unwrap_err();
+        assert!(e.contains("holds the repository"), "{e}");
+        assert!(repo.is_dir());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_earlier_variant_tree_is_replaced() {
+        let dir = scratch("marked");
+        fs::write(dir.join(MARK), "seed").unwrap();
+        clear(&dir, Path::new("/nonexistent-repo")).unwrap();
+        assert!(!dir.exists());
+    }
 
     const TEXT: &str =
         "fn f() {\n    let p = load();\n    dma_mb(Write);\n    io_write!(m, .p, v);\n}\n";

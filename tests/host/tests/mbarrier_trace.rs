@@ -25,6 +25,14 @@ fn traces_give_the_expected_lines() {
 }
 
 #[test]
+fn a_phase_at_the_top_of_u64_is_out_of_range() {
+    let out = run("huge-phase.trace");
+    assert!(out.status.success(), "{:?}", out.status);
+    let want = std::fs::read_to_string(format!("{DIR}/huge-phase.out")).unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
+}
+
+#[test]
 fn unparsable_line_fails_naming_it_after_the_lines_before() {
     let out = run("unparsable.trace");
     assert_eq!(out.status.code(), Some(2));

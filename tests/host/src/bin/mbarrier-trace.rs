@@ -132,7 +132,7 @@ impl Runner {
                 .initialised
                 .then_some(())
                 .ok_or(Rule::Uninitialized)?;
-            if phase != before && phase + 1 != before {
+            if phase != before && before.checked_sub(1) != Some(phase) {
                 return Err(Rule::WaitPhaseRange);
             }
         }

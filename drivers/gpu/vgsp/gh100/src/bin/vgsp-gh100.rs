@@ -122,7 +122,11 @@ fn run(args: Args) -> Result<bool, String> {
     let (mib, fault) = (args.memory, args.fault);
     let activity = Activity::default();
     let mut publisher = args.activity.as_deref().map(|p| Publisher::new(p.as_ref()));
-    if publisher.is_some() {
+    if let (Some(publisher), Some(path)) = (publisher.as_mut(), args.activity.as_deref()) {
+        // Before QEMU starts: a file that cannot be written stops nothing half-begun.
+        publisher
+            .publish(0)
+            .map_err(|e| format!("the activity file {path}: {e}"))?;
         activity::stop_on_sigterm().map_err(|e| format!("SIGTERM's handler: {e}"))?;
     }
     let counted = activity.clone();
@@ -158,7 +162,8 @@ fn run(args: Args) -> Result<bool, String> {
         if let Some(Err(e)) = publisher.as_mut().map(|p| p.publish(activity.count())) {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("the activity file: {e}"));
+            let path = args.activity.as_deref().unwrap_or_default();
+            return Err(format!("the activity file {path}: {e}"));
         }
         if device.as_ref().is_some_and(|d| d.is_finished()) {
             let ended = device.take().map(thread::JoinHandle::join);
