@@ -13,7 +13,8 @@
 //!    first and alone;
 //! 2. the driver's own public signatures: a type a `pub` function names (rustc's
 //!    `private_interfaces` and `private_bounds`), the `is_empty` of a `pub` `len`
-//!    (clippy's `len_without_is_empty`);
+//!    (clippy's `len_without_is_empty`), asked after the device side and again after
+//!    the tests;
 //! 3. tests and tools alone: every target of the workspace, and the three crates built
 //!    apart (`tests/fuzz`, `tests/upstream` against the Linux 7.3 tree of
 //!    `cargo xtask linux-7.3`, `tools/trace`).
@@ -466,13 +467,12 @@ impl Audit {
             .output()
             .map_err(|e| format!("cannot run cargo check in {}: {e}", dir.display()))?;
         let (mut restored, mut unexplained) = (0, Vec::new());
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            let Ok(diag) = serde_json::from_str::<Value>(line) else {
-                continue;
-            };
-            if diag["reason"] != "compiler-message" {
-                continue;
-            }
+        let diags = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|diag| diag["reason"] == "compiler-message")
+            .collect::<Vec<_>>();
+        for diag in &diags {
             let message = &diag["message"];
             let manifest = PathBuf::from(diag["manifest_path"].as_str().unwrap_or_default());
             let crate_dir = manifest.parent().unwrap_or(Path::new(""));
@@ -481,7 +481,7 @@ impl Audit {
             let level = message["level"].as_str().unwrap_or_default();
             // The driver's own warnings that a `pub` signature names a narrowed type, or
             // that a `pub` `len` lost its `is_empty`.
-            let signature = own && SIGNATURE_LINTS.contains(&lint);
+            let signature = need == Need::Signature && own && SIGNATURE_LINTS.contains(&lint);
             if level != "error" && !signature {
                 continue;
             }
@@ -642,17 +642,16 @@ pub(crate) fn pub_audit(args: &[String]) -> Result<bool, String> {
         audit.narrowed.len(),
         audit.tree.join(DRIVER).display()
     ));
-    let mut device = vec!["--quiet".to_string()];
-    for p in audit.device_packages()? {
-        device.extend(["-p".into(), p]);
-    }
-    let device: Vec<&str> = device.iter().map(String::as_str).skip(1).collect();
     let tree = audit.tree.clone();
-    let device = [&["check"][..], &device].concat();
+    let packages = audit.device_packages()?;
+    let mut device = vec!["check"];
+    for p in &packages {
+        device.extend(["-p", p.as_str()]);
+    }
     audit.until_built(&[(tree.clone(), device)], Need::Device, &progress)?;
     tools::ensure(&["cargo-clippy"])?;
-    let clippy = vec!["clippy", "-p", "nova-core"];
-    audit.until_built(&[(tree.clone(), clippy)], Need::Signature, &progress)?;
+    let clippy = [(tree.clone(), vec!["clippy", "-p", "nova-core"])];
+    audit.until_built(&clippy, Need::Signature, &progress)?;
     let mut all = vec![(tree.clone(), vec!["check", "--workspace", "--all-targets"])];
     all.extend(
         APART
@@ -660,6 +659,8 @@ pub(crate) fn pub_audit(args: &[String]) -> Result<bool, String> {
             .map(|d| (tree.join(d), vec!["check", "--all-targets"])),
     );
     audit.until_built(&all, Need::Tests, &progress)?;
+    // The types the tests' items name in their signatures.
+    audit.until_built(&clippy, Need::Signature, &progress)?;
 
     let mut by_need: BTreeMap<Need, usize> = BTreeMap::new();
     for (need, _) in audit.needed.values() {
