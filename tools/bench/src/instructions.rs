@@ -40,6 +40,8 @@ use nova_testbench::{
 };
 use vgsp_kunit::fixture::Pair;
 
+use crate::Goal;
+
 /// The goal for an 8-byte echo round trip, both sides (issue 41).
 pub const ECHO_GOAL: f64 = 2000.0;
 
@@ -116,6 +118,17 @@ impl Counted {
     /// Returns both sides' instructions.
     pub fn total(&self) -> f64 {
         self.driver + self.gsp
+    }
+
+    /// Returns the goal for both sides' count: at most [`ECHO_GOAL`] for the echo, none
+    /// for the sink command.
+    pub fn goal(&self) -> Option<Goal> {
+        self.workload.echo.then_some(Goal::AtMost(ECHO_GOAL))
+    }
+
+    /// Returns whether the goal is met, if there is one.
+    pub fn met(&self) -> Option<bool> {
+        self.goal().map(|g| g.met(self.total()))
     }
 }
 

@@ -11,7 +11,7 @@
 //!
 //! `cargo run --release -p vgsp-bench -- --variants` does the same and also measures the
 //! driver's other barrier variants in the same run, printing acq-rel / all-Full (and
-//! acq-rel / seed) for every queue figure but the RPC throughput of several callers: see
+//! acq-rel / seed) for every queue figure but the RPC throughputs (`rpc_*_per_s`): see
 //! [Barrier variants](#barrier-variants).
 //!
 //! # Repetitions and medians
@@ -228,15 +228,17 @@
 //! # Instructions
 //!
 //! Every run but `--smoke`, `--only` and `--no-instructions` first counts the
-//! instructions per command of each side under callgrind ([`instructions`]): an 8-byte
-//! echo round trip (goal at most [`instructions::ECHO_GOAL`], both sides) and a 4 KiB
+//! instructions per command of each side under callgrind ([`instructions`]), and prints
+//! them after the ratios: an 8-byte echo round trip (goal at most
+//! [`instructions::ECHO_GOAL`], both sides, counted among the goals met) and a 4 KiB
 //! command with its empty reply. They are the same on every run, whatever the weather.
 //!
 //! # Runs
 //!
-//! `--runs N` repeats the whole run N times and gives each ratio's median and range over
-//! the runs beside the last run's ratios: the goals are judged on the median of the
-//! runs.
+//! `--runs N` repeats the whole run N times: each run before the last prints one line of
+//! its ratios that have a goal ([`Report::ratios_line`]), the last its whole table with
+//! each ratio's median and range over the runs after its ratios. The goals, and the
+//! tally of goals met, are judged on the median of the runs.
 
 pub mod instructions;
 pub mod limits;
@@ -270,9 +272,9 @@ pub const DESIGN_VARIANT: &str = "acq-rel";
 /// How long a run is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// The default: 11 repetitions of 250 ms a figure, about a minute.
+    /// The default: 11 repetitions of 250 ms a figure, 2.75 s of sampling a figure.
     Full,
-    /// `--quick`: 3 repetitions of 50 ms a figure, about 10 s.
+    /// `--quick`: 3 repetitions of 50 ms a figure, 0.15 s of sampling a figure.
     Quick,
     /// `--smoke`: one repetition of a few iterations a figure, for tests: the figures
     /// mean nothing, only that each is there.
@@ -479,7 +481,7 @@ impl FigureSpec {
     }
 
     /// Returns whether `--variants` measures the figure in the other barrier variants too:
-    /// the queue's figures of one caller, not the RPC throughput of several (see
+    /// the queue's figures but the RPC throughputs (`rpc_*_per_s`; see
     /// [Barrier variants](crate#barrier-variants)).
     pub fn across_variants(&self) -> bool {
         matches!(

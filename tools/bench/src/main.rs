@@ -5,33 +5,38 @@
 //! table and the ratios to standard output and writes the JSON file, by default
 //! `target/vgsp-bench.json` in the workspace. Progress goes to standard error.
 //!
-//! - `--quick`: 3 repetitions of 50 ms a figure (about 10 s) instead of 11 of 250 ms.
+//! - `--quick`: 3 repetitions of 50 ms a figure instead of 11 of 250 ms (the README has
+//!   the time it takes).
 //! - `--smoke`: one repetition of a few iterations (tests: the figures mean nothing).
 //! - `--reps N`: N repetitions instead of the mode's.
 //! - `--only KEY,...`: only these figures (keys as in the JSON file), for profiling one.
 //! - `--json PATH`: where to write the JSON file.
 //! - `--variants`: also measures the driver's other barrier variants (every barrier
 //!   `Full`, and the seed's pre-fix barriers) and prints this build's queue figures over
-//!   theirs, acq-rel / all-Full among them: builds this binary with each variant's feature
-//!   into `target/bench-variants` first (cargo, release), then runs each variant's binary
-//!   for each repetition of each queue figure but the RPC throughput of several callers,
-//!   right after this build's ([`vgsp_bench::variants`]). Only from a build of the design
-//!   (no variant feature).
+//!   theirs, acq-rel / all-Full among them: first builds this binary (cargo, release) in
+//!   each variant's copy of the source, made by `cargo xtask variant-tree` under
+//!   `target/bench-variants`, then runs each variant's binary for each repetition of each
+//!   queue figure but the RPC throughputs (`rpc_*_per_s`), right after this build's
+//!   ([`vgsp_bench::variants`]). Only from a build of the design (not of a variant's
+//!   copy).
 //! - `--measure-one KEY`: one repetition of one figure, printed as one line for
 //!   `--variants` (no table, no JSON file).
-//! - `--runs N`: the whole run N times (the variants built once), each run's ratios
-//!   printed as one run's are, then each ratio's median and range over the N runs; the
-//!   table of figures and the JSON file are the last run's, with the N values of every
-//!   ratio (`runs`).
+//! - `--runs N`: the whole run N times (the variants built once). Each run before the
+//!   last prints one line, `run K of N:` and its ratios that have a goal; the last prints
+//!   the whole table and, after its ratios, each ratio's median and range over the N runs,
+//!   on which the goals are judged. The JSON file is the last run's, with the N values of
+//!   every ratio (`runs`).
 //! - `--no-instructions`: leaves out the instructions per command, which are otherwise
 //!   counted first, under callgrind ([`vgsp_bench::instructions`], which installs
-//!   valgrind through `cargo xtask tools` if it is missing). `--smoke` and `--only` leave
-//!   them out too.
+//!   valgrind through `cargo xtask tools` if it is missing), and printed after the
+//!   ratios. `--smoke` and `--only` leave them out too.
 //! - `--turns LEN COUNT echo|sink`: the hidden mode callgrind runs
 //!   ([`vgsp_bench::instructions::turns`]).
 //!
-//! Exit status 0 whatever the figures (goals are printed, not enforced); 1 if a
-//! measurement failed; 2 for a bad argument.
+//! Exit status 0 whatever the figures (goals are printed, not enforced); 1 if counting
+//! the instructions, building a variant, a measurement (this build's or a variant's) or
+//! writing the JSON file failed; 2 for a bad argument, and for `--help` (the usage goes
+//! to standard error).
 
 use std::{
     path::PathBuf,
@@ -122,7 +127,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
     if variants && VARIANT != DESIGN_VARIANT {
         return Err(format!(
             "--variants: this is a build of the {VARIANT} variant; run it from a build \
-             without variant features"
+             of the design, not of a variant's copy of the source"
         ));
     }
     if variants && measure_one.is_some() {
@@ -148,18 +153,16 @@ fn parse(args: &[String]) -> Result<Args, String> {
 }
 
 /// `--measure-one`: measures one repetition of `spec` and prints it as one line.
-fn measure_one(cfg: Config, spec: &FigureSpec) -> ExitCode {
-    let sample = vgsp_bench::Bench::new(cfg).and_then(|bench| bench.measure(spec));
-    match sample {
-        Ok(sample) => {
-            println!("{}", variants::sample_line(VARIANT, spec, &sample));
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("vgsp-bench: measuring {} failed: {e:?}", spec.key);
-            ExitCode::FAILURE
-        }
-    }
+///
+/// # Errors
+///
+/// The error of the set-up or of the measurement, as a line for standard error.
+fn measure_one(cfg: Config, spec: &FigureSpec) -> Result<(), String> {
+    let sample = vgsp_bench::Bench::new(cfg)
+        .and_then(|bench| bench.measure(spec))
+        .map_err(|e| format!("measuring {} failed: {e:?}", spec.key))?;
+    println!("{}", variants::sample_line(VARIANT, spec, &sample));
+    Ok(())
 }
 
 /// `--turns`: the driver and the GSP in turns, for callgrind.
@@ -177,40 +180,26 @@ fn turns(args: &[String]) -> ExitCode {
     }
 }
 
-fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if let Some(rest) = args.strip_prefix(&["--turns".to_owned()]) {
-        return turns(rest);
-    }
+/// Runs the benchmark as `args` ask: counts the instructions, builds the variants, runs
+/// `args.runs` times, prints the table and writes the JSON file.
+///
+/// # Errors
+///
+/// What failed, as a line for standard error: the instructions count, a variant's build, a
+/// measurement, or the JSON file's directory or write.
+fn run(args: Args) -> Result<(), String> {
     let Args {
         cfg,
         json,
         variants,
-        measure_one: one,
         runs,
         instructions: count_instructions,
-    } = match parse(&args) {
-        Ok(parsed) => parsed,
-        Err(msg) => {
-            eprintln!("{msg}");
-            return ExitCode::from(2);
-        }
-    };
-    if let Some(spec) = one {
-        return measure_one(cfg, spec);
-    }
+        ..
+    } = args;
     let mut progress = |line: &str| eprintln!("vgsp-bench: {line}");
     let counted = if count_instructions {
-        let counted = std::env::current_exe()
-            .map_err(|e| format!("cannot find this binary: {e}"))
-            .and_then(|exe| instructions::measure(&exe, &mut progress));
-        match counted {
-            Ok(counted) => counted,
-            Err(e) => {
-                eprintln!("vgsp-bench: {e}");
-                return ExitCode::FAILURE;
-            }
-        }
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+        instructions::measure(&exe, &mut progress)?
     } else {
         Vec::new()
     };
@@ -218,13 +207,7 @@ fn main() -> ExitCode {
         if cfg!(debug_assertions) {
             progress("--variants: this is a debug build; use `cargo run --release`");
         }
-        match variants::build(&mut progress) {
-            Ok(v) => v,
-            Err(e) => {
-                eprintln!("vgsp-bench: {e}");
-                return ExitCode::FAILURE;
-            }
-        }
+        variants::build(&mut progress)?
     } else {
         Vec::new()
     };
@@ -233,13 +216,8 @@ fn main() -> ExitCode {
         if runs > 1 {
             progress(&format!("run {}/{runs}", earlier.len() + 1));
         }
-        let report = match vgsp_bench::run_with_variants(cfg.clone(), &variants, &mut progress) {
-            Ok(report) => report,
-            Err(e) => {
-                eprintln!("vgsp-bench: a measurement failed: {e:?}");
-                return ExitCode::FAILURE;
-            }
-        };
+        let report = vgsp_bench::run_with_variants(cfg.clone(), &variants, &mut progress)
+            .map_err(|e| format!("a measurement failed: {e:?}"))?;
         if earlier.len() + 1 == runs {
             break report.with_runs(&earlier).with_instructions(counted);
         }
@@ -252,19 +230,36 @@ fn main() -> ExitCode {
     };
     print!("{}", report.table());
     if let Some(dir) = json.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!("vgsp-bench: cannot create {}: {e}", dir.display());
-            return ExitCode::FAILURE;
-        }
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    match std::fs::write(&json, report.json()) {
-        Ok(()) => {
-            let shown = std::fs::canonicalize(&json).unwrap_or(json);
-            println!("JSON: {}", shown.display());
-            ExitCode::SUCCESS
+    std::fs::write(&json, report.json())
+        .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
+    let shown = std::fs::canonicalize(&json).unwrap_or(json);
+    println!("JSON: {}", shown.display());
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(rest) = args.strip_prefix(&["--turns".to_owned()]) {
+        return turns(rest);
+    }
+    let args = match parse(&args) {
+        Ok(parsed) => parsed,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return ExitCode::from(2);
         }
+    };
+    let done = match args.measure_one {
+        Some(spec) => measure_one(args.cfg, spec),
+        None => run(args),
+    };
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("vgsp-bench: cannot write {}: {e}", json.display());
+            eprintln!("vgsp-bench: {e}");
             ExitCode::FAILURE
         }
     }

@@ -2,13 +2,13 @@
 
 //! The report: the figures' medians, the ratios, the table and the JSON file.
 
-use std::fmt::Write as _;
+use std::{
+    fmt::Write as _,
+    time::Duration, //
+};
 
 use crate::{
-    instructions::{
-        Counted,
-        ECHO_GOAL, //
-    },
+    instructions::Counted,
     machine::Machine,
     pin,
     queue::rpc_shape,
@@ -93,6 +93,29 @@ impl FigureResult {
     }
 }
 
+/// One figure over another, repetition by repetition: what a ratio and a variant ratio
+/// hold.
+struct Quotient {
+    /// The ratio within each repetition.
+    per_rep: Vec<f64>,
+    /// The median of `per_rep`.
+    value: f64,
+    /// The ratio of the two figures' medians.
+    of_medians: f64,
+}
+
+impl Quotient {
+    /// Returns `num` over `den`, each repetition over the same repetition.
+    fn new(num: &FigureResult, den: &FigureResult) -> Self {
+        let per_rep: Vec<f64> = num.values().zip(den.values()).map(|(n, d)| n / d).collect();
+        Self {
+            value: stats::median(per_rep.iter().copied()),
+            of_medians: num.median() / den.median(),
+            per_rep,
+        }
+    }
+}
+
 /// One ratio, from the figures of the same run.
 #[derive(Debug)]
 pub struct RatioResult {
@@ -146,7 +169,7 @@ pub struct VariantRatio {
 impl VariantRatio {
     /// Returns the key of the ratio in the JSON file: `acq_rel_over_all_full`, ...
     pub fn key(&self) -> String {
-        format!("{VARIANT}_over_{}", self.variant).replace('-', "_")
+        variant_key(self.variant)
     }
 
     /// Returns whether the goal is met, if there is one.
@@ -211,14 +234,16 @@ impl Report {
         let ratios = RATIOS
             .iter()
             .filter_map(|spec| {
-                let (num, den) = (find(spec.num)?, find(spec.den)?);
-                let per_rep: Vec<f64> =
-                    num.values().zip(den.values()).map(|(n, d)| n / d).collect();
+                let Quotient {
+                    per_rep,
+                    value,
+                    of_medians,
+                } = Quotient::new(find(spec.num)?, find(spec.den)?);
                 Some(RatioResult {
                     spec,
-                    value: stats::median(per_rep.iter().copied()),
-                    of_medians: num.median() / den.median(),
                     per_rep,
+                    value,
+                    of_medians,
                 })
             })
             .collect();
@@ -273,6 +298,32 @@ impl Report {
         items.join(", ")
     }
 
+    /// Returns how many runs of `--runs` the report holds (one when run once, none when
+    /// no ratio was measured).
+    fn run_count(&self) -> usize {
+        self.runs.first().map_or(0, Vec::len)
+    }
+
+    /// Returns whether each goal measured is met: each ratio's (judged on the median of the
+    /// runs if there were several), acq-rel / all-Full as one (met if met on every queue
+    /// figure), the instructions'.
+    fn goals(&self) -> Vec<bool> {
+        let mut goals: Vec<bool> = if self.run_count() > 1 {
+            self.over_runs().filter_map(|r| r.met()).collect()
+        } else {
+            self.ratios.iter().filter_map(RatioResult::met).collect()
+        };
+        let against_full: Vec<bool> = self
+            .ratios_to("all-full")
+            .filter_map(VariantRatio::met)
+            .collect();
+        if !against_full.is_empty() {
+            goals.push(against_full.iter().all(|&m| m));
+        }
+        goals.extend(self.instructions.iter().filter_map(Counted::met));
+        goals
+    }
+
     /// Returns every ratio's median and range over the runs.
     pub fn over_runs(&self) -> impl Iterator<Item = RunsResult<'_>> {
         self.ratios.iter().zip(&self.runs).map(|(ratio, values)| {
@@ -302,11 +353,11 @@ impl Report {
                 let Some(ours) = self.figure(theirs.spec.key) else {
                     continue;
                 };
-                let per_rep: Vec<f64> = ours
-                    .values()
-                    .zip(theirs.values())
-                    .map(|(a, b)| a / b)
-                    .collect();
+                let Quotient {
+                    per_rep,
+                    value,
+                    of_medians,
+                } = Quotient::new(ours, theirs);
                 // Never slower than every barrier `Full`: the goal only against all-Full,
                 // and only for the design.
                 let goal = (name == "all-full" && VARIANT == DESIGN_VARIANT).then_some(
@@ -318,9 +369,9 @@ impl Report {
                 self.variant_ratios.push(VariantRatio {
                     variant: name,
                     spec: theirs.spec,
-                    value: stats::median(per_rep.iter().copied()),
-                    of_medians: ours.median() / theirs.median(),
                     per_rep,
+                    value,
+                    of_medians,
                     goal,
                 });
             }
@@ -329,9 +380,11 @@ impl Report {
         self
     }
 
-    /// Returns the pending ratios: [`PENDING`], unless the all-Full variant was measured.
+    /// Returns the pending ratios: [`PENDING`], unless a ratio to the all-Full variant was
+    /// measured (the variant may run and give none: `--variants --only` of figures it is
+    /// not measured on).
     pub fn pending(&self) -> &'static [(&'static str, &'static str, &'static str)] {
-        if self.variants.iter().any(|v| v.name == "all-full") {
+        if self.ratios_to("all-full").next().is_some() {
             &[]
         } else {
             PENDING
@@ -373,7 +426,7 @@ impl Report {
             if self.pinned { "pinned" } else { "NOT pinned" },
             cfg.mode.name(),
             cfg.reps,
-            cfg.sample_time.as_millis(),
+            num(millis(cfg.sample_time)),
         );
         let _ = writeln!(out);
         let _ = writeln!(
@@ -408,10 +461,7 @@ impl Report {
             "ratio (same run)", "value", "of medians", "goal"
         );
         for r in &self.ratios {
-            let (goal, verdict) = match (r.spec.goal, r.met()) {
-                (Some(g), Some(met)) => (goal_text(g), if met { "met" } else { "NOT met" }),
-                _ => (String::from("-"), "(for information)"),
-            };
+            let (goal, verdict) = verdict(r.spec.goal, r.met());
             let _ = writeln!(
                 out,
                 "{:<52} {:>8} {:>11} {:>8}  {}",
@@ -428,14 +478,7 @@ impl Report {
         self.runs_table(&mut out);
         self.instructions_table(&mut out);
         self.variant_table(&mut out);
-        let mut goals: Vec<bool> = self.ratios.iter().filter_map(RatioResult::met).collect();
-        let against_full: Vec<bool> = self
-            .ratios_to("all-full")
-            .filter_map(VariantRatio::met)
-            .collect();
-        if !against_full.is_empty() {
-            goals.push(against_full.iter().all(|&m| m));
-        }
+        let goals = self.goals();
         let _ = writeln!(
             out,
             "\ngoals met: {} of {} measured ({} pending)",
@@ -448,7 +491,7 @@ impl Report {
 
     /// Appends each ratio's median and range over the runs, if there were several.
     fn runs_table(&self, out: &mut String) {
-        let n = self.runs.first().map_or(0, Vec::len);
+        let n = self.run_count();
         if n < 2 {
             return;
         }
@@ -463,10 +506,7 @@ impl Report {
             n
         );
         for r in self.over_runs() {
-            let (goal, verdict) = match (r.ratio.spec.goal, r.met()) {
-                (Some(g), Some(met)) => (goal_text(g), if met { "met" } else { "NOT met" }),
-                _ => (String::from("-"), "(for information)"),
-            };
+            let (goal, verdict) = verdict(r.ratio.spec.goal, r.met());
             let values: Vec<String> = r.values.iter().map(|&v| ratio(v)).collect();
             let _ = writeln!(
                 out,
@@ -494,17 +534,7 @@ impl Report {
             "instructions per command", "driver", "GSP", "total", "goal"
         );
         for c in &self.instructions {
-            let (goal, verdict) = match c.workload.echo {
-                true => (
-                    goal_text(Goal::AtMost(ECHO_GOAL)),
-                    if c.total() <= ECHO_GOAL {
-                        "met"
-                    } else {
-                        "NOT met"
-                    },
-                ),
-                false => (String::from("-"), "(for information)"),
-            };
+            let (goal, verdict) = verdict(c.goal(), c.met());
             let _ = writeln!(
                 out,
                 "{:<52} {:>8.0} {:>8.0} {:>8.0} {:>8}  {}",
@@ -549,20 +579,16 @@ impl Report {
                 let cell = theirs.map_or("-".into(), |f| format!("{} {unit}", num(f.median())));
                 let _ = write!(line, " {cell:>11}");
             }
-            let mut verdict = String::new();
+            let mut judged = String::new();
             for v in &self.variants {
                 let r = self.ratios_to(v.name).find(|r| r.spec.key == ours.spec.key);
                 let _ = write!(line, " {:>17}", r.map_or("-".into(), |r| ratio(r.value)));
-                if let Some((g, met)) = r.and_then(|r| r.goal.zip(r.met())) {
-                    verdict = format!(
-                        "{} vs {}: {}",
-                        goal_text(g),
-                        v.name,
-                        if met { "met" } else { "NOT met" }
-                    );
+                if let Some(r) = r.filter(|r| r.goal.is_some()) {
+                    let (goal, met) = verdict(r.goal, r.met());
+                    judged = format!("{goal} vs {}: {met}", v.name);
                 }
             }
-            let _ = writeln!(out, "{line}  {verdict}");
+            let _ = writeln!(out, "{line}  {judged}");
         }
         let met: Vec<bool> = self
             .ratios_to("all-full")
@@ -583,215 +609,205 @@ impl Report {
     pub fn json(&self) -> String {
         let m = &self.machine;
         let cfg = &self.cfg;
-        let mut out = String::new();
-        out.push_str("{\n");
-        let _ = writeln!(out, "  \"tool\": \"vgsp-bench\",");
-        let _ = writeln!(out, "  \"schema\": {JSON_SCHEMA},");
-        let _ = writeln!(out, "  \"variant\": {},", string(VARIANT));
-        let _ = writeln!(out, "  \"date\": {},", string(&m.date));
-        let _ = writeln!(
-            out,
-            "  \"machine\": {{\"nproc\": {}, \"cpu_model\": {}, \"kernel\": {}, \"loadavg\": {}, \
-             \"pinned\": {}, \"driver_cpu\": {}, \"gsp_cpu\": {}}},",
-            m.nproc,
-            string(&m.cpu_model),
-            string(&m.kernel),
-            string(&m.loadavg),
-            self.pinned,
-            pin::DRIVER_CPU,
-            pin::GSP_CPU
-        );
-        let _ = writeln!(
-            out,
-            "  \"config\": {{\"mode\": {}, \"repetitions\": {}, \"sample_ms\": {}, \
-             \"min_iters\": {}, \"asleep_gap_us\": {}}},",
-            string(cfg.mode.name()),
-            cfg.reps,
-            cfg.sample_time.as_millis(),
-            cfg.min_iters,
-            cfg.asleep_gap.as_micros()
-        );
-
-        out.push_str("  \"figures\": {\n");
-        for (i, f) in self.figures.iter().enumerate() {
-            let (lo, hi) = f.spread();
-            let mut fields = vec![
-                ("section", string(f.spec.section.name())),
-                ("label", string(f.spec.label)),
-                ("unit", string(f.spec.unit.symbol())),
-                ("variant", f.spec.variant().map_or("null".into(), string)),
-                ("median", number(f.median())),
-                ("min", number(lo)),
-                ("max", number(hi)),
-                ("samples", numbers(f.values())),
-            ];
-            if let Some(p99) = f.p99() {
-                fields.push(("p99", number(p99)));
-                fields.push((
-                    "p99_samples",
-                    numbers(f.samples.iter().filter_map(|s| s.p99)),
-                ));
-            }
-            if let Some(bytes) = f.spec.msg_bytes() {
-                fields.push(("msg_bytes", bytes.to_string()));
-            }
-            if let Some(rate) = f.msgs_per_s() {
-                fields.push(("msgs_per_s", number(rate)));
-            }
-            if let Some((elements, slots)) = f.shape() {
-                fields.push(("elements", elements.to_string()));
-                fields.push(("slots", slots.to_string()));
-            }
-            let _ = writeln!(
-                out,
-                "    {}: {}{}",
-                string(f.spec.key),
-                object(&fields),
-                comma(i, self.figures.len())
-            );
-        }
-        out.push_str("  },\n");
-
-        out.push_str("  \"ratios\": {\n");
-        for (i, r) in self.ratios.iter().enumerate() {
-            let fields = [
-                ("label", string(r.spec.label)),
-                ("num", string(r.spec.num)),
-                ("den", string(r.spec.den)),
-                ("value", number(r.value)),
-                ("of_medians", number(r.of_medians)),
-                ("per_repetition", numbers(r.per_rep.iter().copied())),
-                (
-                    "goal",
-                    r.spec.goal.map_or("null".into(), |g| string(&goal_text(g))),
-                ),
-                ("met", r.met().map_or("null".into(), |m| m.to_string())),
-            ];
-            let _ = writeln!(
-                out,
-                "    {}: {}{}",
-                string(r.spec.key),
-                object(&fields),
-                comma(i, self.ratios.len())
-            );
-        }
-        out.push_str("  },\n");
-
-        out.push_str("  \"variants\": {\n");
-        for (i, v) in self.variants.iter().enumerate() {
-            let figures: Vec<String> = v
-                .figures
-                .iter()
-                .map(|f| {
-                    let mut fields = vec![
-                        ("median", number(f.median())),
-                        ("samples", numbers(f.values())),
-                    ];
-                    if let Some(p99) = f.p99() {
-                        fields.push(("p99", number(p99)));
-                    }
-                    format!("{}: {}", string(f.spec.key), object(&fields))
-                })
-                .collect();
-            let _ = writeln!(
-                out,
-                "    {}: {{\"figures\": {{{}}}}}{}",
-                string(v.name),
-                figures.join(", "),
-                comma(i, self.variants.len())
-            );
-        }
-        out.push_str("  },\n");
-
-        out.push_str("  \"variant_ratios\": {\n");
-        for (i, v) in self.variants.iter().enumerate() {
-            let ratios: Vec<&VariantRatio> = self.ratios_to(v.name).collect();
-            let key = ratios
-                .first()
-                .map_or_else(|| format!("{VARIANT}_over_{}", v.name), |r| r.key());
-            let items: Vec<String> = ratios
-                .iter()
-                .map(|r| {
-                    let fields = [
-                        ("value", number(r.value)),
-                        ("of_medians", number(r.of_medians)),
-                        ("per_repetition", numbers(r.per_rep.iter().copied())),
-                        (
-                            "goal",
-                            r.goal.map_or("null".into(), |g| string(&goal_text(g))),
-                        ),
-                        ("met", r.met().map_or("null".into(), |m| m.to_string())),
-                    ];
-                    format!("{}: {}", string(r.spec.key), object(&fields))
-                })
-                .collect();
-            let _ = writeln!(
-                out,
-                "    {}: {{{}}}{}",
-                string(&key),
-                items.join(", "),
-                comma(i, self.variants.len())
-            );
-        }
-        out.push_str("  },\n");
-
-        out.push_str("  \"runs\": {\n");
-        let runs: Vec<RunsResult<'_>> = self.over_runs().collect();
-        for (i, r) in runs.iter().enumerate() {
-            let fields = [
-                ("values", numbers(r.values.iter().copied())),
-                ("median", number(r.median)),
-                ("min", number(r.range.0)),
-                ("max", number(r.range.1)),
-                ("met", r.met().map_or("null".into(), |m| m.to_string())),
-            ];
-            let _ = writeln!(
-                out,
-                "    {}: {}{}",
-                string(r.ratio.spec.key),
-                object(&fields),
-                comma(i, runs.len())
-            );
-        }
-        out.push_str("  },\n");
-
-        out.push_str("  \"instructions\": {\n");
-        for (i, c) in self.instructions.iter().enumerate() {
-            let goal = match c.workload.echo {
-                true => string(&goal_text(Goal::AtMost(ECHO_GOAL))),
-                false => "null".into(),
-            };
-            let fields = [
-                ("label", string(c.workload.label)),
-                ("driver", number(c.driver)),
-                ("gsp", number(c.gsp)),
-                ("total", number(c.total())),
-                ("goal", goal),
-            ];
-            let _ = writeln!(
-                out,
-                "    {}: {}{}",
-                string(c.workload.key),
-                object(&fields),
-                comma(i, self.instructions.len())
-            );
-        }
-        out.push_str("  },\n");
-
-        out.push_str("  \"pending\": {\n");
-        let pending = self.pending();
-        for (i, (key, label, why)) in pending.iter().enumerate() {
-            let fields = [("label", string(label)), ("why", string(why))];
-            let _ = writeln!(
-                out,
-                "    {}: {}{}",
-                string(key),
-                object(&fields),
-                comma(i, pending.len())
-            );
-        }
-        out.push_str("  }\n}\n");
+        let machine = object(&[
+            ("nproc", m.nproc.to_string()),
+            ("cpu_model", string(&m.cpu_model)),
+            ("kernel", string(&m.kernel)),
+            ("loadavg", string(&m.loadavg)),
+            ("pinned", self.pinned.to_string()),
+            ("driver_cpu", pin::DRIVER_CPU.to_string()),
+            ("gsp_cpu", pin::GSP_CPU.to_string()),
+        ]);
+        let config = object(&[
+            ("mode", string(cfg.mode.name())),
+            ("repetitions", cfg.reps.to_string()),
+            ("sample_ms", number(millis(cfg.sample_time))),
+            ("min_iters", cfg.min_iters.to_string()),
+            ("asleep_gap_us", cfg.asleep_gap.as_micros().to_string()),
+        ]);
+        let top = [
+            ("tool", string("vgsp-bench")),
+            ("schema", JSON_SCHEMA.to_string()),
+            ("variant", string(VARIANT)),
+            ("date", string(&m.date)),
+            ("machine", machine),
+            ("config", config),
+            ("figures", self.figures_json()),
+            ("ratios", self.ratios_json()),
+            ("variants", self.variants_json()),
+            ("variant_ratios", self.variant_ratios_json()),
+            ("runs", self.runs_json()),
+            ("instructions", self.instructions_json()),
+            ("pending", self.pending_json()),
+        ];
+        let mut out = block(&top, 0);
+        out.push('\n');
         out
+    }
+
+    /// Returns the JSON object of the figures, by key.
+    fn figures_json(&self) -> String {
+        let members: Vec<(&str, String)> = self
+            .figures
+            .iter()
+            .map(|f| {
+                let (lo, hi) = f.spread();
+                let mut fields = vec![
+                    ("section", string(f.spec.section.name())),
+                    ("label", string(f.spec.label)),
+                    ("unit", string(f.spec.unit.symbol())),
+                    ("variant", f.spec.variant().map_or("null".into(), string)),
+                    ("median", number(f.median())),
+                    ("min", number(lo)),
+                    ("max", number(hi)),
+                    ("samples", numbers(f.values())),
+                ];
+                if let Some(p99) = f.p99() {
+                    fields.push(("p99", number(p99)));
+                    fields.push((
+                        "p99_samples",
+                        numbers(f.samples.iter().filter_map(|s| s.p99)),
+                    ));
+                }
+                if let Some(bytes) = f.spec.msg_bytes() {
+                    fields.push(("msg_bytes", bytes.to_string()));
+                }
+                if let Some(rate) = f.msgs_per_s() {
+                    fields.push(("msgs_per_s", number(rate)));
+                }
+                if let Some((elements, slots)) = f.shape() {
+                    fields.push(("elements", elements.to_string()));
+                    fields.push(("slots", slots.to_string()));
+                }
+                (f.spec.key, object(&fields))
+            })
+            .collect();
+        block(&members, 1)
+    }
+
+    /// Returns the JSON object of the ratios, by key.
+    fn ratios_json(&self) -> String {
+        let members: Vec<(&str, String)> = self
+            .ratios
+            .iter()
+            .map(|r| {
+                let fields = [
+                    ("label", string(r.spec.label)),
+                    ("num", string(r.spec.num)),
+                    ("den", string(r.spec.den)),
+                    ("value", number(r.value)),
+                    ("of_medians", number(r.of_medians)),
+                    ("per_repetition", numbers(r.per_rep.iter().copied())),
+                    ("goal", goal_json(r.spec.goal)),
+                    ("met", boolean(r.met())),
+                ];
+                (r.spec.key, object(&fields))
+            })
+            .collect();
+        block(&members, 1)
+    }
+
+    /// Returns the JSON object of the barrier variants' figures, by variant.
+    fn variants_json(&self) -> String {
+        let members: Vec<(&str, String)> = self
+            .variants
+            .iter()
+            .map(|v| {
+                let figures: Vec<(&str, String)> = v
+                    .figures
+                    .iter()
+                    .map(|f| {
+                        let mut fields = vec![
+                            ("median", number(f.median())),
+                            ("samples", numbers(f.values())),
+                        ];
+                        if let Some(p99) = f.p99() {
+                            fields.push(("p99", number(p99)));
+                        }
+                        (f.spec.key, object(&fields))
+                    })
+                    .collect();
+                (v.name, object(&[("figures", object(&figures))]))
+            })
+            .collect();
+        block(&members, 1)
+    }
+
+    /// Returns the JSON object of this build's figures over each variant's, by
+    /// [`variant_key`].
+    fn variant_ratios_json(&self) -> String {
+        let members: Vec<(String, String)> = self
+            .variants
+            .iter()
+            .map(|v| {
+                let ratios: Vec<(&str, String)> = self
+                    .ratios_to(v.name)
+                    .map(|r| {
+                        let fields = [
+                            ("value", number(r.value)),
+                            ("of_medians", number(r.of_medians)),
+                            ("per_repetition", numbers(r.per_rep.iter().copied())),
+                            ("goal", goal_json(r.goal)),
+                            ("met", boolean(r.met())),
+                        ];
+                        (r.spec.key, object(&fields))
+                    })
+                    .collect();
+                (variant_key(v.name), object(&ratios))
+            })
+            .collect();
+        block(&members, 1)
+    }
+
+    /// Returns the JSON object of each ratio over the runs, by key.
+    fn runs_json(&self) -> String {
+        let members: Vec<(&str, String)> = self
+            .over_runs()
+            .map(|r| {
+                let fields = [
+                    ("values", numbers(r.values.iter().copied())),
+                    ("median", number(r.median)),
+                    ("min", number(r.range.0)),
+                    ("max", number(r.range.1)),
+                    ("met", boolean(r.met())),
+                ];
+                (r.ratio.spec.key, object(&fields))
+            })
+            .collect();
+        block(&members, 1)
+    }
+
+    /// Returns the JSON object of the instructions per command, by workload.
+    fn instructions_json(&self) -> String {
+        let members: Vec<(&str, String)> = self
+            .instructions
+            .iter()
+            .map(|c| {
+                let fields = [
+                    ("label", string(c.workload.label)),
+                    ("driver", number(c.driver)),
+                    ("gsp", number(c.gsp)),
+                    ("total", number(c.total())),
+                    ("goal", goal_json(c.goal())),
+                    ("met", boolean(c.met())),
+                ];
+                (c.workload.key, object(&fields))
+            })
+            .collect();
+        block(&members, 1)
+    }
+
+    /// Returns the JSON object of the pending ratios, by key.
+    fn pending_json(&self) -> String {
+        let members: Vec<(&str, String)> = self
+            .pending()
+            .iter()
+            .map(|(key, label, why)| {
+                let fields = [("label", string(label)), ("why", string(why))];
+                (*key, object(&fields))
+            })
+            .collect();
+        block(&members, 1)
     }
 }
 
@@ -803,6 +819,12 @@ fn num(v: f64) -> String {
         a if a >= 10.0 => format!("{v:.1}"),
         _ => format!("{v:.2}"),
     }
+}
+
+/// Returns `d` in milliseconds, fractions included (`--smoke` samples for 500 µs).
+fn millis(d: Duration) -> f64 {
+    // CAST: a sample time is far below 2^53 ns (about 104 days).
+    d.as_nanos() as f64 / 1e6
 }
 
 /// Returns a ratio with two decimals.
@@ -817,6 +839,22 @@ fn goal_text(goal: Goal) -> String {
         Goal::AtLeast(b) => format!(">= {b}"),
         Goal::Between(low, high) => format!("{low}..{high}"),
     }
+}
+
+/// Returns the goal column and the verdict of a figure judged on `goal`: `-` and
+/// `(for information)` without a goal.
+fn verdict(goal: Option<Goal>, met: Option<bool>) -> (String, &'static str) {
+    match (goal, met) {
+        (Some(g), Some(true)) => (goal_text(g), "met"),
+        (Some(g), Some(false)) => (goal_text(g), "NOT met"),
+        _ => ("-".into(), "(for information)"),
+    }
+}
+
+/// Returns the JSON key of this build's figures over `variant`'s: `acq_rel_over_all_full`,
+/// `acq_rel_over_seed` (dashes made underscores).
+fn variant_key(variant: &str) -> String {
+    format!("{VARIANT}_over_{variant}").replace('-', "_")
 }
 
 /// Returns `s` as a JSON string.
@@ -846,6 +884,16 @@ fn number(v: f64) -> String {
     }
 }
 
+/// Returns `met` as a JSON boolean, or `null` if there is no goal.
+fn boolean(met: Option<bool>) -> String {
+    met.map_or("null".into(), |m| m.to_string())
+}
+
+/// Returns `goal` as a JSON string (`"<= 3"`), or `null` if there is none.
+fn goal_json(goal: Option<Goal>) -> String {
+    goal.map_or("null".into(), |g| string(&goal_text(g)))
+}
+
 /// Returns `values` as a JSON array of numbers.
 fn numbers(values: impl Iterator<Item = f64>) -> String {
     let items: Vec<String> = values.map(number).collect();
@@ -861,6 +909,23 @@ fn object(fields: &[(&str, String)]) -> String {
     format!("{{{}}}", items.join(", "))
 }
 
+/// Returns a JSON object of `members`, each a key and its value (JSON already), one a
+/// line, indented as an object nested `depth` deep (the file's top level is 0).
+fn block<K: AsRef<str>>(members: &[(K, String)], depth: usize) -> String {
+    let indent = "  ".repeat(depth);
+    let mut out = String::from("{\n");
+    for (i, (key, value)) in members.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{indent}  {}: {value}{}",
+            string(key.as_ref()),
+            comma(i, members.len())
+        );
+    }
+    let _ = write!(out, "{indent}}}");
+    out
+}
+
 /// Returns the separator after item `i` of `len`.
 fn comma(i: usize, len: usize) -> &'static str {
     if i + 1 < len {
@@ -872,8 +937,64 @@ fn comma(i: usize, len: usize) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
-    use crate::FIGURES;
+    use crate::{
+        instructions::WORKLOADS,
+        Mode,
+        FIGURES, //
+    };
+
+    /// Returns a machine as a report records it, made up: no probing.
+    fn machine() -> Machine {
+        Machine {
+            nproc: 2,
+            cpu_model: "test".into(),
+            kernel: "test".into(),
+            loadavg: "0 0 0".into(),
+            date: "2026-01-01T00:00:00Z".into(),
+            pinnable: false,
+        }
+    }
+
+    /// Returns a latency sample of `ns`.
+    fn ns(ns: f64) -> Sample {
+        Sample {
+            value: ns,
+            p99: Some(2.0 * ns),
+        }
+    }
+
+    /// Returns the figure whose key is `key`.
+    fn spec(key: &str) -> &'static FigureSpec {
+        crate::figure(key).unwrap()
+    }
+
+    /// Returns a smoke report of the ping-pong and the busy round trip whose one
+    /// repetition makes `rt_busy_over_pingpong` (goal at most 3) equal `ratio`.
+    fn round_trip_report(ratio: f64) -> Report {
+        let measured = vec![
+            (spec("pingpong_rt_ns"), vec![ns(100.0)]),
+            (spec("echo8_rt_busy_ns"), vec![ns(100.0 * ratio)]),
+        ];
+        Report::new(machine(), Config::new(Mode::Smoke), measured)
+    }
+
+    /// Returns the report's JSON, parsed.
+    fn json(report: &Report) -> Value {
+        serde_json::from_str(&report.json()).unwrap()
+    }
+
+    /// Returns the counts of the echo workload, `total` instructions in all.
+    fn echo_counted(total: f64) -> Counted {
+        let workload = WORKLOADS.iter().find(|w| w.echo).unwrap();
+        Counted {
+            workload,
+            driver: total / 2.0,
+            gsp: total / 2.0,
+        }
+    }
 
     #[test]
     fn every_ratio_divides_figures_of_one_unit() {
@@ -929,5 +1050,101 @@ mod tests {
     #[test]
     fn non_finite_numbers_are_null() {
         assert_eq!(number(f64::NAN), "null");
+    }
+
+    #[test]
+    fn a_variant_ratio_key_has_no_dashes() {
+        let measured = vec![(spec("echo8_rt_busy_ns"), vec![ns(100.0)])];
+        let report = Report::new(machine(), Config::new(Mode::Smoke), measured.clone())
+            .with_variants(vec![("all-full", measured)]);
+        assert_eq!(report.variant_ratios[0].key(), "acq_rel_over_all_full");
+    }
+
+    #[test]
+    fn the_json_keys_a_variant_without_ratios_as_one_with_them() {
+        // The variant measured a figure this build did not: no ratio to it.
+        let report = round_trip_report(2.0).with_variants(vec![(
+            "all-full",
+            vec![(spec("cmd_4k_mbps"), vec![Sample::rate(1000.0)])],
+        )]);
+        assert_eq!(
+            json(&report)["variant_ratios"]["acq_rel_over_all_full"],
+            serde_json::json!({})
+        );
+    }
+
+    #[test]
+    fn the_ratio_to_all_full_stays_pending_if_none_was_measured() {
+        let report = round_trip_report(2.0).with_variants(vec![(
+            "all-full",
+            vec![(spec("cmd_4k_mbps"), vec![Sample::rate(1000.0)])],
+        )]);
+        assert_eq!(report.pending(), PENDING);
+    }
+
+    #[test]
+    fn goals_met_are_tallied_on_the_median_of_several_runs() {
+        // The last run misses the goal (4 > 3); the median of the three (2.5) meets it.
+        let earlier = [round_trip_report(2.0), round_trip_report(2.5)];
+        let report = round_trip_report(4.0).with_runs(&earlier);
+        assert!(
+            report.table().contains("goals met: 1 of 1 measured"),
+            "{}",
+            report.table()
+        );
+    }
+
+    #[test]
+    fn goals_met_include_the_instructions_goal() {
+        // The ratio meets its goal (2 <= 3), the echo's count misses its own.
+        let report = round_trip_report(2.0).with_instructions(vec![echo_counted(3000.0)]);
+        assert!(
+            report.table().contains("goals met: 1 of 2 measured"),
+            "{}",
+            report.table()
+        );
+    }
+
+    #[test]
+    fn the_table_gives_a_sub_millisecond_sample_time() {
+        // `--smoke` samples for 500 us.
+        let table = round_trip_report(2.0).table();
+        assert!(table.contains(", 0.50 ms a figure each;"), "{table}");
+    }
+
+    #[test]
+    fn the_json_gives_a_sub_millisecond_sample_time() {
+        let config = &json(&round_trip_report(2.0))["config"];
+        assert_eq!(config["sample_ms"].as_f64(), Some(0.5));
+    }
+
+    #[test]
+    fn the_json_says_whether_the_instructions_goal_is_met() {
+        let report = round_trip_report(2.0).with_instructions(vec![echo_counted(1500.0)]);
+        let echo = &json(&report)["instructions"]["instr_echo8"];
+        assert_eq!(echo["met"], true);
+    }
+
+    #[test]
+    fn the_json_gives_a_null_met_to_instructions_without_a_goal() {
+        let workload = WORKLOADS.iter().find(|w| !w.echo).unwrap();
+        let counted = Counted {
+            workload,
+            driver: 3000.0,
+            gsp: 2000.0,
+        };
+        let report = round_trip_report(2.0).with_instructions(vec![counted]);
+        assert!(json(&report)["instructions"][workload.key]["met"].is_null());
+    }
+
+    #[test]
+    fn a_json_map_gives_each_member_a_line_indented_to_its_depth() {
+        let members = [("a", "1".to_owned()), ("b", "2".to_owned())];
+        assert_eq!(block(&members, 1), "{\n    \"a\": 1,\n    \"b\": 2\n  }");
+    }
+
+    #[test]
+    fn a_verdict_without_a_goal_is_for_information() {
+        assert_eq!(verdict(None, None), ("-".into(), "(for information)"));
     }
 }
