@@ -423,6 +423,11 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
         .iter()
         .filter(|w| !["fuzz", "kernel", "boot", "ordering"].contains(&w.as_str()))
         .collect();
+    if !opts.faults.is_empty() {
+        // A wrong name is said before the kernel's build, not after it.
+        let tools = boot::tools(&repo, opts.arch, Progress::new("upstream"))?;
+        asked_faults(&boot::faults(&tools)?, &opts.faults)?;
+    }
     let mut summary = None;
     let mut boot_failed = false;
     // Where the time went, for the loop's line: (what, seconds).
@@ -568,18 +573,13 @@ fn boot_dir(repo: &Path, arch: Arch) -> PathBuf {
     }
 }
 
-/// Boots the tree's kernel `image` once per GSP fault of `asked` (`all`: every one) and
-/// prints one row each: what the driver did. Returns the faults run and how many of them
-/// the driver accepted (its probe succeeded).
-fn fault_table(
-    repo: &Path,
-    built: &Built,
-    image: &Path,
-    arch: Arch,
-    asked: &[String],
-) -> Result<(usize, usize), String> {
-    println!("== boot --gsp-fault");
-    let known = boot::faults(&built.tools)?;
+/// Returns the faults of `known` that `asked` names (`all`: every one), each once (a fault
+/// named twice boots once: each boot has one directory).
+///
+/// # Errors
+///
+/// - A name that is neither `all` nor a known fault: the names there are.
+fn asked_faults(known: &[String], asked: &[String]) -> Result<Vec<String>, String> {
     let mut faults = Vec::new();
     for name in asked {
         match name.as_str() {
@@ -593,9 +593,23 @@ fn fault_table(
             }
         }
     }
-    // A fault named twice (or also through `all`) boots once: each has one directory.
     let mut seen = std::collections::BTreeSet::new();
     faults.retain(|f| seen.insert(f.clone()));
+    Ok(faults)
+}
+
+/// Boots the tree's kernel `image` once per GSP fault of `asked` (`all`: every one) and
+/// prints one row each: what the driver did. Returns the faults run and how many of them
+/// the driver accepted (its probe succeeded).
+fn fault_table(
+    repo: &Path,
+    built: &Built,
+    image: &Path,
+    arch: Arch,
+    asked: &[String],
+) -> Result<(usize, usize), String> {
+    println!("== boot --gsp-fault");
+    let faults = asked_faults(&boot::faults(&built.tools)?, asked)?;
     // Each boot has its own directory, initramfs, logs and device socket: they run side
     // by side, the rows printed in the table's order.
     let width = boot::pool::width()?;
@@ -1008,4 +1022,28 @@ fn build_image(tree: &Tree, progress: Progress) -> Result<PathBuf, String> {
     )
     .map_err(|e| format!("the kernel's image does not build: {e}\n{}", tail(&log, 20)))?;
     Ok(tree.build.join(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known() -> Vec<String> {
+        ["chatty", "silent"].map(String::from).to_vec()
+    }
+
+    #[test]
+    fn a_fault_named_twice_or_also_through_all_boots_once() {
+        let asked = ["silent", "all", "silent"].map(String::from);
+        assert_eq!(
+            asked_faults(&known(), &asked).unwrap(),
+            ["silent", "chatty"]
+        );
+    }
+
+    #[test]
+    fn an_unknown_fault_is_an_error_naming_the_known_ones() {
+        let e = asked_faults(&known(), &["chaty".to_string()]).unwrap_err();
+        assert_eq!(e, "no GSP fault chaty: one of all, chatty, silent");
+    }
 }
