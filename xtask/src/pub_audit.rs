@@ -3,10 +3,11 @@
 //! Which of the driver's `pub` items another crate needs.
 //!
 //! `cargo xtask pub-audit [--list]` copies the repository's files (those git tracks or
-//! does not ignore) into `target/pub-audit/tree`, narrows every `pub` item of
-//! `drivers/gpu/nova-core` to `pub(crate)`, and compiles what uses the driver. Each error
-//! a narrowed item causes puts that item back, and the crates are compiled again until
-//! they build; what was put back is what other crates need:
+//! does not ignore; outside a checkout, all but `target`) into `target/pub-audit/tree`,
+//! narrows every `pub` item of `drivers/gpu/nova-core` to `pub(crate)`, and compiles what
+//! uses the driver. Each error a narrowed item causes puts that item back, and the
+//! crates are compiled again until they build; what was put back is what other crates
+//! need:
 //!
 //! 1. the device side: the library and binaries of every crate under `drivers/gpu/vgsp`
 //!    (the virtual GSP, the test bench, the emulated GH100, ivshmem, `vdev`), compiled
@@ -22,8 +23,8 @@
 //! What stays narrowed no other crate uses: it should be `pub(crate)`.
 //!
 //! ```text
-//! pub-audit: drivers/gpu/nova-core: 159 `pub` lines; 147 items another crate needs: 97 the device side, 2 the driver's signatures, 48 tests and tools alone
-//! pub-audit: 0 items no other crate uses
+//! pub-audit: drivers/gpu/nova-core: L `pub` lines; N items another crate needs: D the device side, S the driver's signatures, T tests and tools alone
+//! pub-audit: items no other crate uses: U
 //! ```
 //!
 //! The `pub` lines are counted as `grep -E '^\s*pub (unsafe )?(const )?(fn|struct|enum|
@@ -312,34 +313,7 @@ impl Audit {
         if tree.exists() {
             fs::remove_dir_all(&tree).map_err(|e| format!("{}: {e}", tree.display()))?;
         }
-        let listed = tools::command("git")?
-            .current_dir(repo)
-            .args([
-                "ls-files",
-                "-z",
-                "--cached",
-                "--others",
-                "--exclude-standard",
-            ])
-            .output()
-            .map_err(|e| format!("git ls-files: {e}"))?;
-        if !listed.status.success() {
-            return Err(format!(
-                "git ls-files failed: {}",
-                String::from_utf8_lossy(&listed.stderr)
-            ));
-        }
-        for name in String::from_utf8_lossy(&listed.stdout).split('\0') {
-            let from = repo.join(name);
-            if name.is_empty() || !from.is_file() {
-                continue;
-            }
-            let to = tree.join(name);
-            if let Some(dir) = to.parent() {
-                fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            }
-            fs::copy(&from, &to).map_err(|e| format!("{name}: {e}"))?;
-        }
+        copy_sources(repo, &tree)?;
         let mut audit = Self {
             target: repo.join("target"),
             linux,
@@ -592,6 +566,41 @@ impl Audit {
     }
 }
 
+/// Copies the repository's files into `tree`: those git tracks or does not ignore, or,
+/// outside a git checkout, all but the `target` and `.git` directories.
+///
+/// # Errors
+///
+/// - A file cannot be listed or copied: the error names it.
+fn copy_sources(repo: &Path, tree: &Path) -> Result<(), String> {
+    let listed = tools::command("git")?
+        .current_dir(repo)
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .output()
+        .map_err(|e| format!("git ls-files: {e}"))?;
+    if !listed.status.success() {
+        return util::copy_dir(repo, tree, &["target", ".git"]);
+    }
+    for name in String::from_utf8_lossy(&listed.stdout).split('\0') {
+        let from = repo.join(name);
+        if name.is_empty() || !from.is_file() {
+            continue;
+        }
+        let to = tree.join(name);
+        if let Some(dir) = to.parent() {
+            fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        fs::copy(&from, &to).map_err(|e| format!("{name}: {e}"))?;
+    }
+    Ok(())
+}
+
 /// Returns the `.rs` files below `dir`, sorted.
 fn rust_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let mut files = Vec::new();
@@ -698,7 +707,7 @@ pub(crate) fn pub_audit(args: &[String]) -> Result<bool, String> {
         );
     }
     println!(
-        "pub-audit: {} items no other crate uses",
+        "pub-audit: items no other crate uses: {}",
         audit.narrowed.len()
     );
     Ok(audit.narrowed.is_empty())
