@@ -791,11 +791,11 @@ pub mod tests {
                     true
                 }
                 Case::Suite(suite) => {
-                    pr_info!("{}: shown by {}\n", fault, suite);
+                    pr_info!("{:?}: shown by {}\n", fault, suite);
                     true
                 }
                 Case::NotTheGsps(why) => {
-                    pr_info!("{}: not the GSP's: {}\n", fault, why);
+                    pr_info!("{:?}: not the GSP's: {}\n", fault, why);
                     false
                 }
             };
