@@ -311,3 +311,19 @@ pub struct BitfieldConvertedField;
 /// }
 /// ```
 pub struct BitfieldFieldBeyondStorage;
+
+/// `{}` of a type with only `core::fmt::Display`: `pr_info!` wants the kernel's
+/// `kernel::fmt::Display`, as Linux 7.3's does.
+///
+/// ```compile_fail,E0277
+/// use kernel::prelude::*;
+/// const __LOG_PREFIX: &[u8] = b"doc\0";
+/// struct Shown;
+/// impl core::fmt::Display for Shown {
+///     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+///         f.write_str("shown")
+///     }
+/// }
+/// pr_info!("{}\n", Shown);
+/// ```
+pub struct CoreDisplayOnly;

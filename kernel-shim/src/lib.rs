@@ -57,8 +57,9 @@
 //! | `error::Result<T = (), E = Error>` | the same | same | |
 //! | `error::Error` | the same | same | A plain number, as 7.3's (`Error(NonZeroI32)`), so the codes are patterns (`Err(ERANGE) => continue`); `from_errno`, `to_errno`, `name()` (an `Option<&'static CStr>`) and a `Debug` that prints the name (`EIO`) as 7.3's; the names come from a table of the errnos `code` declares, where 7.3 asks the C `errname`. `From` `AllocError` (`ENOMEM`), `TryFromIntError` (`EINVAL`) and `Infallible` as 7.3's; 7.3's `From` `Utf8Error`, `LayoutError` and `fmt::Error` are not here. |
 //! | `error::code::{EIO, EINVAL, ETIMEDOUT, EMSGSIZE, ERANGE, ENOMEM, ENODEV, ENOSPC, EOVERFLOW}` | the same | same | The codes used. Ours declares 22 of 7.3's, `ETOOSMALL` (525) and `ERESTARTSYS` (512, what a wait a signal ended returns), both kernel-internal, among them. |
-//! | `pr_info!`, `pr_err!` | the same, with `pr_{emerg,alert,crit,warn,notice,debug}!` | same | Both want the caller's `__LOG_PREFIX` (`module!` makes it in 7.3; our crates write it by hand). Ours format with `core::format_args!`, 7.3's with `fmt!`, whose `{}` needs `kernel::fmt::Display` (which the integers, `bool` and `str` printed today have). |
-//! | `dev_{emerg,alert,crit,err,warn,notice,info,dbg}!`, `device::Device::pr_{emerg,alert,crit,err,warn,notice,info,dbg}`, `AsRef<Device<Ctx>> for Device<Ctx>` | the same | differs | 7.3's shape: `dev_err!(dev, fmt, args...)` is `Device::pr_err(dev.as_ref(), ..)`, so `dev` is anything `AsRef<Device<Ctx>>` (`&Device`, `&Device<Bound>`, a bus device); no `__LOG_PREFIX` needed. The line is `"<name>: <message>"` at the level: C's `dev_printk` prints `"<driver> <device>: "`, our device has a name and no driver. `dev_dbg!` prints on the host only when `VGSP_DEBUG` is set (7.3's: in debug builds only). Formats with `core::format_args!` (7.3: `fmt!`). The methods and the `AsRef` impl are declared in `print.rs` (7.3: `device.rs`). |
+//! | `fmt::{Display, Adapter, Arguments, Debug, Formatter, Result, Write}`, `fmt!` | the same | same | As 7.3's: `fmt!` is `format_args!` with each argument behind `Adapter`, so `{}` asks for the kernel's own `Display`; it is implemented for 7.3's list (`bool`, `char`, `Arguments`, the integers, `str`), the other traits are `core`'s. 7.3's `Pointer`, `HashedPtr` (`{:p}` hashed as `%p`) and its `Display` of `Arc`, `UniqueArc`, `PanicInfo` are not here. |
+//! | `pr_info!`, `pr_err!` | the same, with `pr_{emerg,alert,crit,warn,notice,debug}!` | same | Both want the caller's `__LOG_PREFIX` (`module!` makes it in 7.3; our crates write it by hand). Both format with `fmt!`, whose `{}` needs `kernel::fmt::Display`, so a type with only `core::fmt::Display` is refused on the host as in a kernel. |
+//! | `dev_{emerg,alert,crit,err,warn,notice,info,dbg}!`, `device::Device::pr_{emerg,alert,crit,err,warn,notice,info,dbg}`, `AsRef<Device<Ctx>> for Device<Ctx>` | the same | differs | 7.3's shape: `dev_err!(dev, fmt, args...)` is `Device::pr_err(dev.as_ref(), ..)`, so `dev` is anything `AsRef<Device<Ctx>>` (`&Device`, `&Device<Bound>`, a bus device); no `__LOG_PREFIX` needed. The line is `"<name>: <message>"` at the level: C's `dev_printk` prints `"<driver> <device>: "`, our device has a name and no driver. `dev_dbg!` prints on the host only when `VGSP_DEBUG` is set (7.3's: in debug builds only). Formats with `fmt!`, as 7.3's. The methods and the `AsRef` impl are declared in `print.rs` (7.3: `device.rs`). |
 //! | `device::{Device<Ctx = Normal>, DeviceContext, Normal, Bound}` | the same | differs | 7.3's context parameter: DMA constructors take `&Device<Bound>`, which derefs to `&Device`. Ours is a name (`const fn Device::<Bound>::new(&'static str)`, `name() -> &'static str`) and, in host builds, an optional DMA pool (see `host::DmaPool`): on the host there is no `struct device` to wrap; 7.3's wraps one, `name()` gives `&CStr`, and has `Core`/`CoreInternal` too. |
 //! | `sync::aref::{ARef<T>, AlwaysRefCounted}`, `AlwaysRefCounted for device::Device`, `From<&Device<Bound>> for ARef<Device>` | the same | differs | 7.3's trait (`inc_ref`, unsafe `dec_ref(NonNull<Self>)`) and `ARef` (`from_raw`, `into_raw`, `Clone`, `Deref`, `From<&T>`, `Drop`, `PartialEq`/`Eq`, `Send`/`Sync` as 7.3's); 7.3's `ARef` is also `ForeignOwnable`, which we lack. A 7.3 device lives until its last count; the host's devices are owned values (statics or leaked, in practice), so ours counts and its `Drop` aborts if a count is still held (a panic freestanding). `From<&Device<Ctx>>` for `Bound` only (7.3 also for `Core`, `CoreInternal`, `BoundInternal`, which we lack). |
 //! | `pci::{Device<Ctx = Normal>, Vendor, PCI_NUM_RESOURCES}` | the same | differs | What the driver reads of a PCI device, with 7.3's signatures: `vendor_id() -> Vendor` (`as_raw`, `Debug` as `0x10de`, `Display` by name), `device_id`, `revision_id`, `dev_id` (bus and `devfn`), `subsystem_vendor_id`, `subsystem_device_id`, `resource_start(bar)`/`resource_len(bar)` (`EINVAL` beyond the resources); derefs from `Device<Bound>` to `Device`; `AsRef<device::Device<Ctx>>`. `Vendor` names only `NVIDIA` (7.3: every vendor of the C headers). 7.3 wraps the PCI core's `struct pci_dev`, with BAR mapping, IRQs, drivers and counting, none of which is here. |
@@ -120,6 +121,7 @@ pub mod device;
 pub mod dma;
 pub mod error;
 pub mod ffi;
+pub mod fmt;
 #[cfg(feature = "host")]
 pub mod host;
 pub mod init;
@@ -140,6 +142,9 @@ pub mod time;
 #[cfg(all(feature = "trace", not(loom)))]
 pub use backend::trace;
 pub mod transmute;
+
+// `fmt!`'s expansion names `::kernel::fmt::Adapter`, here too.
+extern crate self as kernel;
 
 pub use macros;
 

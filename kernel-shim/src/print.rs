@@ -151,7 +151,7 @@ impl<Ctx: DeviceContext> AsRef<Device<Ctx>> for Device<Ctx> {
     reason = "`__LOG_PREFIX` is the caller's, as in the kernel's macros"
 )]
 macro_rules! pr_emerg {
-    ($($arg:tt)*) => { $crate::print::call_printk("emerg", crate::__LOG_PREFIX, format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::print::call_printk("emerg", crate::__LOG_PREFIX, $crate::macros::fmt!($($arg)*)) };
 }
 
 /// Prints an alert-level message (action is needed at once).
@@ -161,7 +161,7 @@ macro_rules! pr_emerg {
     reason = "`__LOG_PREFIX` is the caller's, as in the kernel's macros"
 )]
 macro_rules! pr_alert {
-    ($($arg:tt)*) => { $crate::print::call_printk("alert", crate::__LOG_PREFIX, format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::print::call_printk("alert", crate::__LOG_PREFIX, $crate::macros::fmt!($($arg)*)) };
 }
 
 /// Prints a critical-level message.
@@ -171,7 +171,7 @@ macro_rules! pr_alert {
     reason = "`__LOG_PREFIX` is the caller's, as in the kernel's macros"
 )]
 macro_rules! pr_crit {
-    ($($arg:tt)*) => { $crate::print::call_printk("crit", crate::__LOG_PREFIX, format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::print::call_printk("crit", crate::__LOG_PREFIX, $crate::macros::fmt!($($arg)*)) };
 }
 
 /// Prints an error-level message.
@@ -181,7 +181,7 @@ macro_rules! pr_crit {
     reason = "`__LOG_PREFIX` is the caller's, as in the kernel's macros"
 )]
 macro_rules! pr_err {
-    ($($arg:tt)*) => { $crate::print::call_printk("err", crate::__LOG_PREFIX, format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::print::call_printk("err", crate::__LOG_PREFIX, $crate::macros::fmt!($($arg)*)) };
 }
 
 /// Prints a warning-level message.
@@ -191,7 +191,7 @@ macro_rules! pr_err {
     reason = "`__LOG_PREFIX` is the caller's, as in the kernel's macros"
 )]
 macro_rules! pr_warn {
-    ($($arg:tt)*) => { $crate::print::call_printk("warn", crate::__LOG_PREFIX, format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::print::call_printk("warn", crate::__LOG_PREFIX, $crate::macros::fmt!($($arg)*)) };
 }
 
 /// Prints a notice-level message (normal but significant).
@@ -201,7 +201,7 @@ macro_rules! pr_warn {
     reason = "`__LOG_PREFIX` is the caller's, as in the kernel's macros"
 )]
 macro_rules! pr_notice {
-    ($($arg:tt)*) => { $crate::print::call_printk("notice", crate::__LOG_PREFIX, format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::print::call_printk("notice", crate::__LOG_PREFIX, $crate::macros::fmt!($($arg)*)) };
 }
 
 /// Prints an info-level message.
@@ -211,7 +211,7 @@ macro_rules! pr_notice {
     reason = "`__LOG_PREFIX` is the caller's, as in the kernel's macros"
 )]
 macro_rules! pr_info {
-    ($($arg:tt)*) => { $crate::print::call_printk("info", crate::__LOG_PREFIX, format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::print::call_printk("info", crate::__LOG_PREFIX, $crate::macros::fmt!($($arg)*)) };
 }
 
 /// Prints a debug-level message.
@@ -221,7 +221,7 @@ macro_rules! pr_info {
     reason = "`__LOG_PREFIX` is the caller's, as in the kernel's macros"
 )]
 macro_rules! pr_debug {
-    ($($arg:tt)*) => { $crate::print::call_printk("debug", crate::__LOG_PREFIX, format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::print::call_printk("debug", crate::__LOG_PREFIX, $crate::macros::fmt!($($arg)*)) };
 }
 
 /// Prints through the device's `pr_*` method `$method`: what the `dev_*!` macros expand to.
@@ -229,7 +229,7 @@ macro_rules! pr_debug {
 #[macro_export]
 macro_rules! dev_printk {
     ($method:ident, $dev:expr, $($f:tt)*) => {
-        $crate::device::Device::$method($dev.as_ref(), ::core::format_args!($($f)*))
+        $crate::device::Device::$method($dev.as_ref(), $crate::macros::fmt!($($f)*))
     };
 }
 

@@ -8,6 +8,7 @@
 
 use proc_macro::TokenStream;
 
+mod fmt;
 mod kunit;
 mod paste;
 mod zeroable;
@@ -75,4 +76,12 @@ pub fn paste(input: TokenStream) -> TokenStream {
 #[proc_macro_derive(Zeroable)]
 pub fn derive_zeroable(input: TokenStream) -> TokenStream {
     zeroable::derive(input)
+}
+
+/// `core::format_args!` with each argument behind `kernel::fmt::Adapter`, as Linux 7.3's
+/// `fmt!`: `{}` wants `kernel::fmt::Display`, which a type implements for the kernel, not
+/// `core::fmt::Display`. The `pr_*!` and `dev_*!` macros format with it.
+#[proc_macro]
+pub fn fmt(input: TokenStream) -> TokenStream {
+    fmt::fmt(input)
 }
