@@ -123,8 +123,9 @@ struct Narrowed {
 struct Audit {
     /// The scratch copy's root.
     tree: PathBuf,
-    /// Cargo's target directory for every check: the repository's, whose dependencies the
-    /// style step's clippy has checked already.
+    /// Cargo's target directory for every check, the audit's own: cargo names a path
+    /// crate's build by its path inside the workspace, so the copy's crates would
+    /// overwrite (and be taken for) the repository's in a shared one.
     target: PathBuf,
     /// The Linux 7.3 tree `tests/upstream` compiles upstream's files from.
     linux: PathBuf,
@@ -315,7 +316,7 @@ impl Audit {
         }
         copy_sources(repo, &tree)?;
         let mut audit = Self {
-            target: repo.join("target"),
+            target: scratch.join("target"),
             linux,
             original: BTreeMap::new(),
             current: BTreeMap::new(),
