@@ -324,6 +324,8 @@ pub struct BitfieldFieldBeyondStorage;
 ///         f.write_str("shown")
 ///     }
 /// }
-/// pr_info!("{}\n", Shown);
+/// fn main() {
+///     pr_info!("{}\n", Shown);
+/// }
 /// ```
 pub struct CoreDisplayOnly;

@@ -40,10 +40,7 @@
 //! # Ok::<(), Error>(())
 //! ```
 
-use core::{
-    fmt,
-    ops::Deref, //
-};
+use core::ops::Deref;
 
 use crate::{
     device::{
@@ -56,6 +53,8 @@ use crate::{
         code::EINVAL,
         Result, //
     },
+    // 7.3's: `Display` is the kernel's (`{}` in `dev_*!`).
+    fmt,
     io::ResourceSize,
 };
 

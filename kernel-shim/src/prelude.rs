@@ -76,7 +76,10 @@ pub use crate::{
         Result, //
     },
     init::InPlaceInit,
-    macros::kunit_tests,
+    macros::{
+        fmt,
+        kunit_tests, //
+    },
     pr_alert,
     pr_crit,
     pr_debug,

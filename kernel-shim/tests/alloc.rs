@@ -306,6 +306,7 @@ fn pin_keeps_the_value_where_it_was_allocated() -> Result<(), AllocError> {
 #[test]
 fn box_debug_and_display_print_the_value() -> Result<(), AllocError> {
     let b = KBox::new(17u8, GFP_KERNEL)?;
-    assert_eq!(format!("{b:?} {b}"), "17 17");
+    // `{}` as in a kernel: through `fmt!`, for the kernel's `Display`.
+    assert_eq!(kernel::macros::fmt!("{b:?} {b}").to_string(), "17 17");
     Ok(())
 }

@@ -49,3 +49,35 @@ fn a_type_with_the_kernel_s_display_prints_with_braces() {
 fn escaped_braces_capture_nothing() {
     assert_eq!(fmt!("{{x}} {}", 1).to_string(), "{x} 1");
 }
+
+// Kept as written: rustfmt would put the spaces back.
+#[rustfmt::skip]
+#[test]
+fn a_named_argument_without_spaces_is_named() {
+    assert_eq!(fmt!("{n}", n=-1).to_string(), "-1");
+}
+
+#[test]
+fn a_comparison_is_a_positional_argument() {
+    let n = 1;
+    assert_eq!(fmt!("{}", n == 1).to_string(), "true");
+}
+
+#[test]
+fn a_raw_string_captures_its_names() {
+    let name = "gsp";
+    assert_eq!(fmt!(r#"{name} "q""#).to_string(), "gsp \"q\"");
+}
+
+#[test]
+fn a_unicode_escape_is_no_capture() {
+    assert_eq!(fmt!("caf\u{e9} {}", 1).to_string(), "café 1");
+}
+
+#[test]
+fn a_format_string_from_a_macro_takes_its_arguments() {
+    assert_eq!(
+        fmt!(concat!("{}", "-{}"), 1, Kernel).to_string(),
+        "1-kernel"
+    );
+}

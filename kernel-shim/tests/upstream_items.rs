@@ -270,7 +270,11 @@ fn pci_device_reports_its_ids_and_resources() {
         },
     );
     assert_eq!(GPU.vendor_id(), pci::Vendor::NVIDIA);
-    assert_eq!(std::format!("{}", GPU.vendor_id()), "NVIDIA");
+    // As in a kernel: `{}` through `fmt!`, for the kernel's `Display`.
+    assert_eq!(
+        kernel::macros::fmt!("{}", GPU.vendor_id()).to_string(),
+        "NVIDIA"
+    );
     assert_eq!(std::format!("{:?}", GPU.vendor_id()), "0x10de");
     assert_eq!((GPU.device_id(), GPU.revision_id()), (0x1eb8, 0xa1));
     assert_eq!(

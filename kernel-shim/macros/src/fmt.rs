@@ -6,7 +6,9 @@
 //! The arguments are split at the commas outside any group (a turbofish with two
 //! parameters at the top of an argument would be split too, as 7.3's is). A name the
 //! string captures (`{count}`, `{count:x}`) that no `name = value` argument gives is
-//! added as one, so it is adapted too.
+//! added as one, so it is adapted too. As in 7.3, a width or precision given as an
+//! argument (`{:1$}`, `{:.*}`) is adapted like the rest and so refused: write the number
+//! into the string, or capture a name (`{:width$}`).
 
 use proc_macro::{
     Delimiter,
@@ -74,8 +76,10 @@ fn adapted(expr: TokenStream, span: Span) -> TokenStream {
 /// one.
 fn named(arg: &[TokenTree]) -> Option<(Ident, TokenStream)> {
     match arg {
+        // `n = -1` and `n=-1` alike; `n == m` is a positional comparison.
         [TokenTree::Ident(name), TokenTree::Punct(eq), value @ ..]
-            if eq.as_char() == '=' && eq.spacing() == Spacing::Alone =>
+            if eq.as_char() == '='
+                && !matches!(value.first(), Some(TokenTree::Punct(p)) if p.as_char() == '=') =>
         {
             Some((name.clone(), value.iter().cloned().collect()))
         }
@@ -83,20 +87,47 @@ fn named(arg: &[TokenTree]) -> Option<(Ident, TokenStream)> {
     }
 }
 
+/// Returns the text of a string literal as written, `"…"` or `r#"…"#`; `None` for
+/// another token.
+fn literal_text(token: &TokenTree) -> Option<String> {
+    let TokenTree::Literal(lit) = token else {
+        return None;
+    };
+    let lit = lit.to_string();
+    let raw = lit.strip_prefix('r').map(|r| r.trim_matches('#'));
+    let quoted = raw.unwrap_or(&lit);
+    let text = quoted.strip_prefix('"')?.strip_suffix('"')?;
+    // `\u{e9}` is a character, not a capture.
+    Some(match raw {
+        Some(_) => text.to_string(),
+        None => strip_unicode_escapes(text),
+    })
+}
+
+/// Returns `text` without its `\u{…}` escapes.
+fn strip_unicode_escapes(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("\\u{") {
+        out.push_str(&rest[..at]);
+        rest = rest[at..].split_once('}').map_or("", |(_, after)| after);
+    }
+    out + rest
+}
+
 pub(crate) fn fmt(input: TokenStream) -> TokenStream {
     let tokens: Vec<TokenTree> = input.into_iter().collect();
-    let text = match tokens.first() {
-        Some(TokenTree::Literal(lit)) => lit.to_string(),
-        _ => String::new(),
+    let mut parts = tokens.split(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ','));
+    let string = parts.next().unwrap_or_default();
+    let span = string.first().map_or_else(Span::call_site, TokenTree::span);
+    // A format string that is not one literal (`concat!(…)`) captures nothing here; the
+    // arguments are adapted all the same.
+    let mut names = match string {
+        [one] => literal_text(one).map_or_else(Vec::new, |text| captured(&text)),
+        _ => Vec::new(),
     };
-    let Some(text) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) else {
-        // Not a plain string literal: `format_args!` says what is wrong with it.
-        return format_args(tokens.into_iter().collect());
-    };
-    let span = tokens[0].span();
-    let mut names = captured(text);
-    let mut out = TokenStream::from_iter([tokens[0].clone()]);
-    for arg in tokens[1..].split(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ',')) {
+    let mut out = TokenStream::from_iter(string.iter().cloned());
+    for arg in parts {
         if arg.is_empty() {
             continue;
         }

@@ -6,7 +6,6 @@
 use alloc_crate::boxed::Box as HeapBox;
 use core::{
     alloc::Layout,
-    fmt,
     marker::PhantomData,
     mem::MaybeUninit,
     ops::{
@@ -15,6 +14,9 @@ use core::{
     },
     pin::Pin, //
 };
+
+// 7.3's: `Display` is the kernel's, for a value that has it.
+use crate::fmt;
 
 use super::{
     allocator::{
