@@ -16,9 +16,12 @@
 //!    `private_interfaces` and `private_bounds`), the `is_empty` of a `pub` `len`
 //!    (clippy's `len_without_is_empty`), asked after the device side and again after
 //!    the tests;
-//! 3. tests and tools alone: every target of the workspace, and the three crates built
-//!    apart (`tests/fuzz`, `tests/upstream` against the Linux 7.3 tree of
-//!    `cargo xtask linux-7.3`, `tools/trace`).
+//! 3. tests and tools alone: every target of the workspace, the ordering model's loom
+//!    scenarios (`--cfg loom`), and the three crates built apart (`tests/fuzz`,
+//!    `tests/upstream` against the Linux 7.3 tree of `cargo xtask linux-7.3`,
+//!    `tools/trace`). Doctests and intra-doc links are not compiled: an item named only
+//!    there would be reported, and making it `pub(crate)` would then fail the test
+//!    command's `cargo test` or `cargo doc`.
 //!
 //! What stays narrowed no other crate uses: it should be `pub(crate)`.
 //!
@@ -56,7 +59,10 @@ use crate::{
     linux,
     util::{
         self,
-        process::Progress,
+        process::{
+            last_lines,
+            Progress, //
+        },
         tools, //
     },
 };
@@ -69,6 +75,29 @@ const DEVICE: &str = "drivers/gpu/vgsp";
 
 /// The crates outside the workspace that use the driver, relative to the repository.
 const APART: &[&str] = &["tests/fuzz", "tests/upstream", "tools/trace"];
+
+/// The package whose scenarios build only with `--cfg loom` (the ordering model).
+const LOOM_PACKAGE: &str = "vgsp-model";
+
+/// One `cargo` command the audit runs, in a directory.
+struct Build<'a> {
+    /// Where: the copy's root, or a crate built apart.
+    dir: PathBuf,
+    /// `check` or `clippy` and what to build.
+    args: Vec<&'a str>,
+    /// Whether with `--cfg loom` (in a target directory of its own).
+    loom: bool,
+}
+
+impl<'a> Build<'a> {
+    fn new(dir: &Path, args: Vec<&'a str>) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+            args,
+            loom: false,
+        }
+    }
+}
 
 /// The item keywords a narrowed line declares (`mod` and `use` are not items to narrow).
 const ITEM_KEYWORDS: &[&str] = &[
@@ -225,6 +254,8 @@ fn glob_reexports(text: &str) -> Result<String, String> {
             .map(|m| format!("{m}::*"))
             .collect();
         out.push(format!("{indent}pub use self::{{{}}};", globs.join(", ")));
+        // Empty lines where the list was: the lines after keep their numbers.
+        out.extend((start + 1..i).map(|_| String::new()));
     }
     Ok(out.join("\n") + "\n")
 }
@@ -262,14 +293,13 @@ fn named_item(message: &str) -> Option<String> {
         ("` is private", "`"),
         ("` is only public within the crate", "`"),
         ("cannot find ", "` in"),
-        ("no `", "` in"),
     ];
     for (marker, end) in PATTERNS {
         let Some(at) = message.find(marker) else {
             continue;
         };
         let quoted = match *marker {
-            "cannot find " | "no `" => {
+            "cannot find " => {
                 let after = &message[at..];
                 let open = after.find('`')? + 1;
                 let close = after[open..]
@@ -315,6 +345,8 @@ impl Audit {
             fs::remove_dir_all(&tree).map_err(|e| format!("{}: {e}", tree.display()))?;
         }
         copy_sources(repo, &tree)?;
+        // rustc's and cargo's paths are canonical: so is the tree's, to compare with them.
+        let tree = fs::canonicalize(&tree).map_err(|e| format!("{}: {e}", tree.display()))?;
         let mut audit = Self {
             target: scratch.join("target"),
             linux,
@@ -418,29 +450,35 @@ impl Audit {
         found
     }
 
-    /// Runs `cargo ARGS` (`check` or `clippy`, and what to build) in `dir`, and puts back
+    /// Runs `build`'s `cargo` command, and puts back
     /// for `need` what its diagnostics blame; returns how many items it put back, and the
     /// errors it could not attribute.
     ///
     /// # Errors
     ///
     /// - cargo cannot be run, or a file cannot be written.
-    fn check(
-        &mut self,
-        dir: &Path,
-        args: &[&str],
-        need: Need,
-    ) -> Result<(usize, Vec<String>), String> {
+    fn check(&mut self, build: &Build<'_>, need: Need) -> Result<(usize, Vec<String>), String> {
+        let Build { dir, args, loom } = build;
         let driver = self.tree.join(DRIVER);
-        let out = tools::command("cargo")?
+        let mut cargo = tools::command("cargo")?;
+        cargo
             .current_dir(dir)
             .args(args)
             .args(["--message-format=json", "--quiet"])
-            .env("CARGO_TARGET_DIR", &self.target)
-            .env("VGSP_UPSTREAM_TREE", &self.linux)
-            .env_remove("RUSTFLAGS")
+            .env("VGSP_UPSTREAM_TREE", &self.linux);
+        match loom {
+            // Another configuration of every crate: a target directory of its own.
+            true => cargo.env("RUSTFLAGS", "--cfg loom").env(
+                "CARGO_TARGET_DIR",
+                self.target.with_file_name("target-loom"),
+            ),
+            false => cargo
+                .env_remove("RUSTFLAGS")
+                .env("CARGO_TARGET_DIR", &self.target),
+        };
+        let out = cargo
             .output()
-            .map_err(|e| format!("cannot run cargo check in {}: {e}", dir.display()))?;
+            .map_err(|e| format!("cannot run cargo in {}: {e}", dir.display()))?;
         let (mut restored, mut unexplained) = (0, Vec::new());
         let diags = String::from_utf8_lossy(&out.stdout)
             .lines()
@@ -492,6 +530,14 @@ impl Audit {
         }
         if out.status.success() {
             unexplained.clear();
+        } else if restored == 0 && unexplained.is_empty() {
+            // Failed with no diagnostic to read (a build script, the lock file, cargo).
+            unexplained.push(format!(
+                "cargo {} in {}: {}",
+                args.join(" "),
+                dir.display(),
+                last_lines(&String::from_utf8_lossy(&out.stderr), 10)
+            ));
         }
         Ok((restored, unexplained))
     }
@@ -503,14 +549,14 @@ impl Audit {
     /// - A round's errors name no narrowed item: they are printed.
     fn until_built(
         &mut self,
-        builds: &[(PathBuf, Vec<&str>)],
+        builds: &[Build<'_>],
         need: Need,
         progress: &Progress,
     ) -> Result<(), String> {
         for round in 1.. {
             let (mut restored, mut unexplained) = (0, Vec::new());
-            for (dir, args) in builds {
-                let (r, u) = self.check(dir, args, need)?;
+            for build in builds {
+                let (r, u) = self.check(build, need)?;
                 restored += r;
                 unexplained.extend(u);
             }
@@ -658,15 +704,21 @@ pub(crate) fn pub_audit(args: &[String]) -> Result<bool, String> {
     for p in &packages {
         device.extend(["-p", p.as_str()]);
     }
-    audit.until_built(&[(tree.clone(), device)], Need::Device, &progress)?;
+    audit.until_built(&[Build::new(&tree, device)], Need::Device, &progress)?;
     tools::ensure(&["cargo-clippy"])?;
-    let clippy = [(tree.clone(), vec!["clippy", "-p", "nova-core"])];
+    let clippy = [Build::new(&tree, vec!["clippy", "-p", "nova-core"])];
     audit.until_built(&clippy, Need::Signature, &progress)?;
-    let mut all = vec![(tree.clone(), vec!["check", "--workspace", "--all-targets"])];
+    let mut all = vec![
+        Build::new(&tree, vec!["check", "--workspace", "--all-targets"]),
+        Build {
+            loom: true,
+            ..Build::new(&tree, vec!["check", "-p", LOOM_PACKAGE, "--all-targets"])
+        },
+    ];
     all.extend(
         APART
             .iter()
-            .map(|d| (tree.join(d), vec!["check", "--all-targets"])),
+            .map(|d| Build::new(&tree.join(d), vec!["check", "--all-targets"])),
     );
     audit.until_built(&all, Need::Tests, &progress)?;
     // The types the tests' items name in their signatures.
@@ -781,10 +833,11 @@ mod tests {
     #[test]
     fn makes_a_self_reexport_list_globs_of_its_modules() {
         let text = "mod a;\npub use self::{\n    a::{\n        X,\n        Y, //\n    },\n    b::Z,\n};\nfn f() {}\n";
-        assert_eq!(
-            glob_reexports(text).unwrap(),
-            "mod a;\npub use self::{a::*, b::*};\nfn f() {}\n"
-        );
+        let out = glob_reexports(text).unwrap();
+        assert_eq!(out.lines().nth(1), Some("pub use self::{a::*, b::*};"));
+        // Every line after keeps its number.
+        assert_eq!(out.lines().count(), text.lines().count());
+        assert_eq!(out.lines().nth(8), Some("fn f() {}"));
     }
 
     #[test]

@@ -18,8 +18,9 @@
 //!
 //! The copy holds the workspace's manifest and lock file and its source directories,
 //! without any `target` directory, and a `.vgsp-variant-tree` file: an existing `DIR` is
-//! replaced only if it has that file (or nothing), and never if it holds the repository. The benchmark binary of a variant is told its name
-//! at build time (`VGSP_BENCH_VARIANT`).
+//! replaced only if it has that file (or nothing), and never if it holds the repository.
+//! The benchmark binary of a variant is told its name at build time
+//! (`VGSP_BENCH_VARIANT`).
 
 use std::{
     collections::BTreeMap,
@@ -173,11 +174,13 @@ const MARK: &str = ".vgsp-variant-tree";
 /// - `dir` holds the repository, or is a directory with files and no [`MARK`]: nothing is
 ///   removed, and the error says why.
 fn clear(dir: &Path, repo: &Path) -> Result<(), String> {
-    let Ok(mut entries) = fs::read_dir(dir) else {
-        return match dir.exists() {
-            true => Err(format!("{} exists and is not a directory", dir.display())),
-            false => Ok(()),
-        };
+    let mut entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(_) if !dir.is_dir() && dir.exists() => {
+            return Err(format!("{} exists and is not a directory", dir.display()))
+        }
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
     };
     let (full, repo) = (fs::canonicalize(dir), fs::canonicalize(repo));
     if let (Ok(full), Ok(repo)) = (full, repo) {
@@ -217,8 +220,10 @@ pub(crate) fn variant_tree(args: &[String]) -> Result<bool, String> {
     let edits = edits(root, name)?;
     let dir = Path::new(dir);
     clear(dir, root)?;
+    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // First: a copy cut short is still a variant tree, which the next run replaces.
+    fs::write(dir.join(MARK), name).map_err(|e| format!("{}: {e}", dir.display()))?;
     for f in FILES {
-        fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         fs::copy(root.join(f), dir.join(f)).map_err(|e| format!("{f}: {e}"))?;
     }
     for d in DIRS {
@@ -229,7 +234,6 @@ pub(crate) fn variant_tree(args: &[String]) -> Result<bool, String> {
         fs::write(dir.join(file), apply(file, &text, edits)?)
             .map_err(|e| format!("{file}: {e}"))?;
     }
-    fs::write(dir.join(MARK), name).map_err(|e| format!("{}: {e}", dir.display()))?;
     let changed: usize = edits.values().map(Vec::len).sum();
     println!(
         "variant {name}: {changed} edits in {} files, at {}",
@@ -270,6 +274,25 @@ mod tests {
         let e = clear(&dir, &repo).unwrap_err();
         assert!(e.contains("holds the repository"), "{e}");
         assert!(repo.is_dir());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_absent_or_empty_directory_is_fine() {
+        let dir = scratch("empty");
+        clear(&dir, Path::new("/nonexistent-repo")).unwrap();
+        assert!(dir.is_dir());
+        fs::remove_dir_all(&dir).unwrap();
+        clear(&dir, Path::new("/nonexistent-repo")).unwrap();
+    }
+
+    #[test]
+    fn a_file_in_its_place_is_refused() {
+        let dir = scratch("file");
+        let file = dir.join("plain");
+        fs::write(&file, "x").unwrap();
+        let e = clear(&file, Path::new("/nonexistent-repo")).unwrap_err();
+        assert!(e.contains("not a directory"), "{e}");
         fs::remove_dir_all(&dir).unwrap();
     }
 
