@@ -82,21 +82,6 @@ pub(crate) struct Mutant {
     point: Option<Point>,
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|e| e == "rs") {
-            out.push(p);
-        }
-    }
-}
-
 fn is_access(line: &str) -> bool {
     let code = line.trim_start();
     !code.starts_with("//")
@@ -381,7 +366,7 @@ fn justified(m: &Mutant) -> bool {
 pub(crate) fn all_mutants(root: &Path) -> Result<(Vec<Point>, Vec<Mutant>), String> {
     let mut files = Vec::new();
     for dir in SOURCES {
-        rust_files(&root.join(dir), &mut files);
+        files.extend(util::rust_files(&root.join(dir))?);
     }
     let mut points = Vec::new();
     for f in &files {

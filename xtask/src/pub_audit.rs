@@ -367,7 +367,7 @@ impl Audit {
     /// - A file cannot be read or written; a `pub use` cannot be audited.
     fn narrow_driver(&mut self) -> Result<(), String> {
         let driver = self.tree.join(DRIVER);
-        for path in rust_files(&driver)? {
+        for path in util::rust_files(&driver)? {
             let rel = path
                 .strip_prefix(&driver)
                 .map_err(|e| e.to_string())?
@@ -648,21 +648,6 @@ fn copy_sources(repo: &Path, tree: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Returns the `.rs` files below `dir`, sorted.
-fn rust_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut files = Vec::new();
-    for entry in fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
-        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
-        if path.is_dir() {
-            files.extend(rust_files(&path)?);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            files.push(path);
-        }
-    }
-    files.sort();
-    Ok(files)
-}
-
 /// Returns how many lines of the driver the count takes.
 ///
 /// # Errors
@@ -670,7 +655,7 @@ fn rust_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
 /// - A file cannot be read.
 fn count_pub_lines(repo: &Path) -> Result<usize, String> {
     let mut n = 0;
-    for path in rust_files(&repo.join(DRIVER))? {
+    for path in util::rust_files(&repo.join(DRIVER))? {
         let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         n += text.lines().filter(|l| counted(l)).count();
     }

@@ -64,6 +64,26 @@ pub(crate) fn copy_dir(from: &Path, to: &Path, skip: &[&str]) -> Result<(), Stri
     Ok(())
 }
 
+/// Returns the `.rs` files below `dir`, sorted by path (a directory's before the file
+/// of its name).
+///
+/// # Errors
+///
+/// - A directory cannot be read: the error names it.
+pub(crate) fn rust_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        if path.is_dir() {
+            files.extend(rust_files(&path)?);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
 /// The repository's root.
 pub(crate) fn repo() -> Result<PathBuf, String> {
     Path::new(env!("CARGO_MANIFEST_DIR"))
