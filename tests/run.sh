@@ -49,6 +49,13 @@ fail() {
     exit 1
 }
 
+# Prints the end of a failed step's log `$1` (`$2` lines, without its `[err]` lines), then
+# its `boot FAIL` lines again: a CI's view of the output is its end.
+show_log() {
+    grep -v '^\[err\]' "$1" | tail -n "$2"
+    grep -E '^boot FAIL' "$1" | cut -c1-400 | tail -n 5 || true
+}
+
 # Every way out of a failed run comes here: a `fail`, and just as well a command that
 # fails outside any check (`set -e`), a pipeline (`pipefail`) or an unset variable. It
 # names the step if `fail` did not, and prints the summary line, once.
@@ -241,7 +248,7 @@ step "upstream patches: both series apply to Linux 7.3 in order, clean, bisectab
 # With the kernel, every prefix of the series is built in the tree too (bisectable).
 check_build=(); ((KERNEL)) || check_build=(--no-build)
 VGSP_CACHE=$CACHE cargo xtask check-patches "${check_build[@]}" >target/check-patches.log 2>&1 ||
-    { grep -v '^\[err\]' target/check-patches.log | tail -n 40; fail "the upstream series: a patch does not apply in order, is not checkpatch/rustfmt clean or does not build, or the cover letter is wrong"; }
+    { show_log target/check-patches.log 40; fail "the upstream series: a patch does not apply in order, is not checkpatch/rustfmt clean or does not build, or the cover letter is wrong"; }
 grep -E '^upstream (patch|patches|series)' target/check-patches.log
 grep -qE '^upstream patches: ([0-9]+) clean of \1, the cover letter right$' target/check-patches.log ||
     fail "cargo xtask check-patches' summary is not 'N clean of N, the cover letter right'"
@@ -257,7 +264,7 @@ VGSP_UPSTREAM_TREE=$VGSP_UPSTREAM_TREE CARGO_TARGET_DIR=target/upstream \
 # classes is its rows', every class names the fault our table gives it, and the faults
 # the GSP can cause that no class shows are named (our suites show them).
 VGSP_CACHE=$CACHE cargo xtask upstream >target/upstream.log 2>&1 ||
-    { grep -v '^\[err\]' target/upstream.log | tail -n 40; fail "cargo xtask upstream (the echo failed, or it could not run)"; }
+    { show_log target/upstream.log 40; fail "cargo xtask upstream (the echo failed, or it could not run)"; }
 grep -v '^\[err\]' target/upstream.log
 grep -Eq '^upstream 7\.3\.[0-9]+: echo ok, hostile [0-9]+ of [0-9]+ classes mishandled, fuzz [0-9]+ execs [0-9]+ crashes$' target/upstream.log ||
     fail "cargo xtask upstream's summary line is not 'echo ok, hostile M of N classes mishandled, fuzz E execs C crashes'"
@@ -272,7 +279,7 @@ grep -E '^hostile: the classes show [0-9]+ of the [0-9]+ faults the GSP can caus
 # The allocation-failure walk (`nomem`) must lose no message through the series' receive.
 VGSP_CACHE=$CACHE cargo xtask upstream --series echo hostile fuzz nomem \
     >target/upstream-patched.log 2>&1 ||
-    { grep -v '^\[err\]' target/upstream-patched.log | tail -n 30; fail "cargo xtask upstream --series echo hostile fuzz nomem (an echo failed, or the walk lost a message)"; }
+    { show_log target/upstream-patched.log 30; fail "cargo xtask upstream --series echo hostile fuzz nomem (an echo failed, or the walk lost a message)"; }
 tail -n 1 target/upstream-patched.log
 grep -qE "^upstream 7\.3\.[0-9]+ \+series: echo ok, hostile [0-9]+ of $classes classes mishandled, nomem walk: [1-9][0-9]* allocations failed in turn, 0 messages lost, fuzz [0-9]+ execs 0 crashes$" target/upstream-patched.log ||
     fail "the series' summary line is not 'echo ok, hostile M of $classes classes mishandled, nomem walk: N allocations failed in turn, 0 messages lost, fuzz E execs 0 crashes'"
@@ -303,13 +310,13 @@ if ((KERNEL)); then
     # booted under qemu-system-x86_64 against the emulated GH100, unbound and unloaded.
     VGSP_CACHE=$CACHE cargo xtask upstream --series kernel boot --gsp-fault all \
         >target/upstream-boot-patched.log 2>&1 ||
-        { grep -v '^\[err\]' target/upstream-boot-patched.log | tail -n 60; fail "the upstream series: the boot against the emulated GH100"; }
+        { show_log target/upstream-boot-patched.log 60; fail "the upstream series: the boot against the emulated GH100"; }
     grep -E '^(boot|gsp-fault)' target/upstream-boot-patched.log
     grep -qE '^upstream 7\.3\.[0-9]+ \+series: boot ok, gsp-fault [1-9][0-9]* run, [0-9]+ accepted$' target/upstream-boot-patched.log ||
         fail "the upstream series' boot summary is not 'boot ok, gsp-fault N run, A accepted'"
     # Pristine, and the table of what the driver does with each hostile GSP (findings).
     VGSP_CACHE=$CACHE cargo xtask upstream boot --gsp-fault all >target/upstream-boot.log 2>&1 ||
-        { grep -v '^\[err\]' target/upstream-boot.log | tail -n 60; fail "upstream 7.3: the boot against the emulated GH100"; }
+        { show_log target/upstream-boot.log 60; fail "upstream 7.3: the boot against the emulated GH100"; }
     grep -E '^(boot|gsp-fault)' target/upstream-boot.log
     tail -n 1 target/upstream-boot.log
     grep -qE '^upstream 7\.3\.[0-9]+: boot ok, gsp-fault [1-9][0-9]* run, [0-9]+ accepted$' target/upstream-boot.log ||
@@ -324,12 +331,12 @@ if ((KERNEL)); then
     # decided by the contract and arm64 checkers at the kernel's own source lines.
     VGSP_CACHE=$CACHE cargo xtask upstream --series boot --arch arm64 --ordering --gsp-fault all \
         >target/upstream-boot-arm64-patched.log 2>&1 ||
-        { grep -v '^\[err\]' target/upstream-boot-arm64-patched.log | tail -n 60; fail "the upstream series: the arm64 boot"; }
+        { show_log target/upstream-boot-arm64-patched.log 60; fail "the upstream series: the arm64 boot"; }
     grep -E '^(boot|gsp-fault|ordering)' target/upstream-boot-arm64-patched.log
     grep -qE '^upstream 7\.3\.[0-9]+ \+series: arm64 boot ok, gsp-fault [1-9][0-9]* run, [0-9]+ accepted, ordering \(arm64 kernel\): 0 defects \(contract\), 0 defects \(arm64\)$' target/upstream-boot-arm64-patched.log ||
         fail "the upstream series' arm64 boot summary is not 'arm64 boot ok, gsp-fault N run, A accepted, ordering (arm64 kernel): 0 defects (contract), 0 defects (arm64)'"
     VGSP_CACHE=$CACHE cargo xtask upstream boot --arch arm64 --ordering --gsp-fault all >target/upstream-boot-arm64.log 2>&1 ||
-        { grep -v '^\[err\]' target/upstream-boot-arm64.log | tail -n 60; fail "upstream 7.3: the arm64 boot"; }
+        { show_log target/upstream-boot-arm64.log 60; fail "upstream 7.3: the arm64 boot"; }
     grep -E '^(boot|gsp-fault|ordering)' target/upstream-boot-arm64.log | cut -c1-300
     tail -n 1 target/upstream-boot-arm64.log
     grep -qE '^upstream 7\.3\.[0-9]+: arm64 boot ok, gsp-fault [1-9][0-9]* run, [0-9]+ accepted, ordering \(arm64 kernel\): [1-9][0-9]* defects \(contract\), [0-9]+ defects \(arm64\)$' target/upstream-boot-arm64.log ||
@@ -348,7 +355,7 @@ if ((KERNEL)); then
     # The series without one of its barriers: that defect, at its line.
     VGSP_CACHE=$CACHE cargo xtask upstream --series --patch tools/trace/mutants/series-without-write-barrier.patch \
         boot --arch arm64 --ordering >target/upstream-boot-arm64-mutant.log 2>&1 ||
-        { grep -v '^\[err\]' target/upstream-boot-arm64-mutant.log | tail -n 40; fail "the arm64 boot of the series without its write barrier"; }
+        { show_log target/upstream-boot-arm64-mutant.log 40; fail "the arm64 boot of the series without its write barrier"; }
     grep -qE "^ordering defect \(contract\): cpu store cpuq slot -> store cpuq\.tx\.writePtr: no store->store ordering.* at drivers/gpu/nova-core/gsp/cmdq\.rs:[0-9]+;" \
         target/upstream-boot-arm64-mutant.log ||
         fail "the in-kernel trace does not name the series' write barrier, removed"

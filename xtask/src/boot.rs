@@ -252,12 +252,14 @@ fn cpio_entry(out: &mut Vec<u8>, ino: u32, name: &str, mode: u32, rdev: (u32, u3
     }
 }
 
-/// Returns the initramfs: `/dev/console` and `/init`, as a `newc` cpio archive.
+/// Returns the initramfs: `/dev/console`, `/dev/kmsg` (where the init logs) and `/init`,
+/// as a `newc` cpio archive.
 pub(crate) fn initramfs(init: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     cpio_entry(&mut out, 1, "dev", 0o040_755, (0, 0), &[]);
     cpio_entry(&mut out, 2, "dev/console", 0o020_600, (5, 1), &[]);
-    cpio_entry(&mut out, 3, "init", 0o100_755, (0, 0), init);
+    cpio_entry(&mut out, 3, "dev/kmsg", 0o020_600, (1, 11), &[]);
+    cpio_entry(&mut out, 4, "init", 0o100_755, (0, 0), init);
     cpio_entry(&mut out, 0, "TRAILER!!!", 0, (0, 0), &[]);
     out
 }
@@ -325,14 +327,14 @@ fn qemu_command(guest: &Guest) -> Result<Vec<OsString>, String> {
     let (machine, append): (&[&str], &str) = match guest.arch {
         Arch::X86_64 => (
             &["-machine", "pc,accel=tcg", "-smp", "1"],
-            "console=ttyS0 panic=-1 kunit.enable=0",
+            "console=ttyS0 panic=-1 kunit.enable=0 printk.devkmsg=on",
         ),
         Arch::Arm64 => (
             &["-machine", "virt,accel=tcg", "-cpu", "max", "-smp", "2"],
             // nokaslr: the kernel's text where System.map says, for the trace;
             // arm64.nomops: `memcpy` as loads and stores a plugin sees, not MOPS
             // instructions `-cpu max` has and Grace's Neoverse V2 does not.
-            "console=ttyAMA0 panic=-1 kunit.enable=0 nokaslr arm64.nomops",
+            "console=ttyAMA0 panic=-1 kunit.enable=0 printk.devkmsg=on nokaslr arm64.nomops",
         ),
     };
     line.extend(machine.iter().map(OsString::from));
@@ -800,8 +802,8 @@ pub(crate) fn verdict(run: &Run) -> Verdict {
 mod tests {
     use super::*;
 
-    /// Reads a `newc` archive's entries: name, mode, file size.
-    fn entries(mut cpio: &[u8]) -> Vec<(String, u32, usize)> {
+    /// Reads a `newc` archive's entries: name, mode, file size, device number.
+    fn entries(mut cpio: &[u8]) -> Vec<(String, u32, usize, (u32, u32))> {
         let mut out = Vec::new();
         while !cpio.is_empty() {
             assert_eq!(&cpio[..6], b"070701");
@@ -813,26 +815,28 @@ mod tests {
                 .unwrap()
             };
             let (mode, size, namesize) = (field(1), field(6) as usize, field(11) as usize);
+            let rdev = (field(9), field(10));
             let name = String::from_utf8(cpio[110..110 + namesize - 1].to_vec()).unwrap();
             let data = (110 + namesize).next_multiple_of(4);
             cpio = &cpio[(data + size).next_multiple_of(4)..];
-            out.push((name, mode, size));
+            out.push((name, mode, size, rdev));
         }
         out
     }
 
     #[test]
-    fn the_initramfs_holds_the_console_and_the_init_then_its_trailer() {
+    fn the_initramfs_holds_the_console_the_log_and_the_init_then_its_trailer() {
         let got = entries(&initramfs(b"\x7fELF!"));
         let want = [
-            ("dev", 0o040_755, 0),
-            ("dev/console", 0o020_600, 0),
-            ("init", 0o100_755, 5),
-            ("TRAILER!!!", 0, 0),
+            ("dev", 0o040_755, 0, (0, 0)),
+            ("dev/console", 0o020_600, 0, (5, 1)),
+            ("dev/kmsg", 0o020_600, 0, (1, 11)),
+            ("init", 0o100_755, 5, (0, 0)),
+            ("TRAILER!!!", 0, 0, (0, 0)),
         ];
         let want: Vec<_> = want
             .iter()
-            .map(|(n, m, s)| (n.to_string(), *m, *s))
+            .map(|(n, m, s, d)| (n.to_string(), *m, *s, *d))
             .collect();
         assert_eq!(got, want);
     }
