@@ -421,12 +421,21 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
     let checks: Vec<&String> = opts
         .what
         .iter()
-        .filter(|w| !["fuzz", "kernel", "boot", "ordering"].contains(&w.as_str()))
+        .filter(|w| !OWN_WHAT.contains(&w.as_str()))
         .collect();
     if !opts.faults.is_empty() {
         // A wrong name is said before the kernel's build, not after it.
         let tools = boot::tools(&repo, opts.arch, Progress::new("upstream"))?;
         asked_faults(&boot::faults(&tools)?, &opts.faults)?;
+    }
+    let runs_harness = opts.what.is_empty() || !checks.is_empty();
+    // The harness owns its checks' names: with a kernel's build to come, it is built first,
+    // so that a wrong name is said before minutes of the kernel's build, not after them.
+    let mut harness = None;
+    if runs_harness && (kernel || boot) {
+        let binary = harness_binary(&repo, &tree, &built_from, &name, &version)?;
+        asked_checks(&harness_checks(&binary)?, &checks)?;
+        harness = Some(binary);
     }
     let mut summary = None;
     let mut boot_failed = false;
@@ -474,21 +483,10 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
         });
     }
     let mut echo_failed = false;
-    if opts.what.is_empty() || !checks.is_empty() {
-        println!("xtask: upstream: building {name}'s nova-core queue against the shim");
-        let binary = match build(&repo, &built_from) {
-            Ok(binary) => binary,
-            Err(errors) => {
-                for e in &errors {
-                    println!("upstream build: {e}");
-                }
-                return Err(format!(
-                    "{name}: the queue does not build with the project's adapters ({} errors \
-                     above). {}",
-                    errors.len(),
-                    in_kernel_hint(&tree, &version)
-                ));
-            }
+    if runs_harness {
+        let binary = match harness {
+            Some(binary) => binary,
+            None => harness_binary(&repo, &tree, &built_from, &name, &version)?,
         };
         let out = Command::new(binary)
             .arg("--name")
@@ -540,6 +538,73 @@ pub(crate) fn upstream(args: &[String]) -> Result<bool, String> {
         println!("{line}");
     }
     Ok(!echo_failed && !boot_failed)
+}
+
+/// Builds the harness over the queue of `built_from` (`tree`, or its patched copy); returns
+/// its binary.
+///
+/// # Errors
+///
+/// The queue does not build with the project's adapters: the errors are printed, and the
+/// error says which paths still serve the tree.
+fn harness_binary(
+    repo: &Path,
+    tree: &Path,
+    built_from: &Path,
+    name: &str,
+    version: &str,
+) -> Result<PathBuf, String> {
+    println!("xtask: upstream: building {name}'s nova-core queue against the shim");
+    build(repo, built_from).map_err(|errors| {
+        for e in &errors {
+            println!("upstream build: {e}");
+        }
+        format!(
+            "{name}: the queue does not build with the project's adapters ({} errors above). \
+             {}",
+            errors.len(),
+            in_kernel_hint(tree, version)
+        )
+    })
+}
+
+/// Returns the names of the harness's checks (`vgsp-upstream --list`).
+fn harness_checks(binary: &Path) -> Result<Vec<String>, String> {
+    let out = Command::new(binary)
+        .arg("--list")
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run the harness: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "the harness could not list its checks ({})",
+            out.status
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect())
+}
+
+/// What of WHAT this command runs itself; the rest are the harness's checks.
+const OWN_WHAT: &[&str] = &["fuzz", "kernel", "boot", "ordering"];
+
+/// Refuses a check of `asked` that is not one of the harness's (`known`).
+fn asked_checks(known: &[String], asked: &[&String]) -> Result<(), String> {
+    let Some(wrong) = asked.iter().find(|a| !known.contains(a)) else {
+        return Ok(());
+    };
+    let harness: Vec<&str> = known
+        .iter()
+        .map(String::as_str)
+        .filter(|k| !OWN_WHAT.contains(k))
+        .collect();
+    Err(format!(
+        "no check {wrong:?}: WHAT names {} or one of the harness's checks: {}",
+        OWN_WHAT.join(", "),
+        harness.join(", ")
+    ))
 }
 
 /// Returns what to say when the out-of-kernel harness cannot build a tree's queue: which
@@ -1045,5 +1110,15 @@ mod tests {
     fn an_unknown_fault_is_an_error_naming_the_known_ones() {
         let e = asked_faults(&known(), &["chaty".to_string()]).unwrap_err();
         assert_eq!(e, "no GSP fault chaty: one of all, chatty, silent");
+    }
+
+    #[test]
+    fn a_check_the_harness_lacks_is_an_error_naming_its_checks() {
+        let known = ["echo", "hostile", "ordering"].map(String::from);
+        let (echo, ehco) = ("echo".to_string(), "ehco".to_string());
+        assert_eq!(asked_checks(&known, &[&echo]), Ok(()));
+        let e = asked_checks(&known, &[&echo, &ehco]).unwrap_err();
+        assert!(e.starts_with("no check \"ehco\""), "{e}");
+        assert!(e.ends_with("checks: echo, hostile"), "{e}");
     }
 }

@@ -7,6 +7,9 @@
 //! `vgsp-upstream replay IMAGE [--rptr N]`: the tree's receive over a `gspq` image, the
 //! lines `vgsp-tool replay-gspq` prints for ours ([`vgsp_upstream::replay`]).
 //!
+//! `vgsp-upstream --list`: the checks' names, one a line (for `cargo xtask upstream` to
+//! refuse a wrong name before a kernel's build).
+//!
 //! Exit status: 0 when every check ran and the echo matched; 1 when the echo (or the
 //! ordering workload's) failed, or `nomem` found a message lost or duplicated;
 //! 2 when a check could not run or `WHAT` names none this harness has.
@@ -62,6 +65,12 @@ fn main() -> ExitCode {
     let all: Vec<String> = std::env::args().skip(1).collect();
     if let Some(("replay", rest)) = all.split_first().map(|(c, r)| (c.as_str(), r)) {
         return replay_command(rest);
+    }
+    if all.iter().any(|a| a == "--list") {
+        for check in CHECKS.iter().chain(NAMED_ONLY) {
+            println!("{check}");
+        }
+        return ExitCode::SUCCESS;
     }
     let mut args = all.into_iter();
     let mut name = String::from("upstream");
