@@ -420,11 +420,13 @@ pub mod tests {
                 run_callers(2, &|caller| match caller {
                     // The slow caller: sends, then collects its reply only once the other
                     // caller is done, which it could not be were it waiting on this one.
+                    // It waits up to 10 s: the other's 100 echoes take milliseconds, but
+                    // under TCG on a busy machine far longer.
                     0 => {
                         let Ok(pending) = cmdq.submit(bar, &Echo(b"slow")) else {
                             return;
                         };
-                        for _ in 0..1000 {
+                        for _ in 0..10_000 {
                             // ORDERING: `Acquire` pairs with the `Release` store below.
                             if others_done.load(Ordering::Acquire) {
                                 break;

@@ -91,8 +91,7 @@ pub mod tests {
 
     use super::{
         with_chatty_gsp,
-        with_firmware,
-        LOG_EVERY, //
+        with_firmware, //
     };
     use crate::fixture::check;
 
@@ -117,9 +116,10 @@ pub mod tests {
     const TIMEOUT: Delta = Delta::from_millis(100);
     /// What a loaded machine may add to a wait beyond its timeout and the one nap the
     /// wait may be in when its time runs out: the scheduler putting the waiting thread
-    /// back on a CPU. A regression (the timeout restarted after each line) takes the
-    /// GSP's 1 s of logging instead.
-    const SCHEDULING_SLACK: Delta = Delta::from_millis(20);
+    /// (or, under TCG, its vCPU) back on a CPU, which on two busy cores takes tens of
+    /// milliseconds. A regression (the timeout restarted after each line) takes the
+    /// GSP's 1 s of logging instead, well past this.
+    const SCHEDULING_SLACK: Delta = Delta::from_millis(400);
 
     /// Checks that a wait that took `took` ended within [`TIMEOUT`] and one nap, and
     /// that the GSP logged meanwhile (`lines` received by the driver).
@@ -136,11 +136,10 @@ pub mod tests {
         // A check prints its condition alone: the figures are printed above.
         check!(took.as_nanos() >= TIMEOUT.as_nanos())?;
         check!(took.as_nanos() <= bound)?;
-        // A line every 10 ms during a 100 ms wait: several, even on a loaded machine.
-        let expected = TIMEOUT.as_nanos() / LOG_EVERY.as_nanos() / 3;
-        let lines = i64::try_from(lines).unwrap_or(i64::MAX);
-        // A regression here: only `lines` log lines crossed the wait.
-        check!(lines >= expected)
+        // A line every 10 ms during a 100 ms wait: up to ten, but a loaded machine may
+        // run the GSP's thread late; one is enough for the wait to have met a chatty GSP.
+        // None: the case did not test what it names.
+        check!(lines >= 1)
     }
 
     #[test]

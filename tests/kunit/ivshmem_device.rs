@@ -206,8 +206,9 @@ pub mod tests {
             }
             let before = gsp.log_lines() - booted;
             // The line follows the reply to the command that made it, unasked: the next
-            // receive hands it to the log's handler, and finds nothing else.
-            let after = gsp.cmdq().receive_any(Delta::from_millis(100)).err();
+            // receive hands it to the log's handler, and finds nothing else. The GSP, a
+            // process of its own, may be run late on a busy machine: a second for it.
+            let after = gsp.cmdq().receive_any(Delta::from_millis(1000)).err();
             Ok((idle, before, after, gsp.log_lines() - booted))
         })?;
         assert_eq!(idle, Some(ETIMEDOUT));

@@ -168,7 +168,8 @@ mod tests {
                     let mut m = most.lock().unwrap();
                     *m = (*m).max(*r);
                 }
-                thread::sleep(Duration::from_millis(5));
+                // Long enough for the other worker to start, even under qemu-aarch64.
+                thread::sleep(Duration::from_millis(25));
                 *running.lock().unwrap() -= 1;
             },
             |_, ()| Ok(()),

@@ -5,18 +5,19 @@
 //! activity count, `vgsp_gh100::activity`) and no byte reaches the guest's console —
 //! or when it overruns its cap (the device runner's `--timeout`, [`super`]).
 //!
-//! Why [`QUIET`] is 10 s: the driver's longest silent wait is Linux 7.3's
+//! Why [`QUIET`] is 15 s: the driver's longest silent wait is Linux 7.3's
 //! `Cmdq::RECEIVE_TIMEOUT`, 5 s of polling shared memory (no register, no line; the
 //! faults that withhold a reply). Measured on 2026-12-06, 2 shared vCPUs loaded by other
 //! builds, four boots side by side: the longest quiet stretch of a boot that ended was
 //! 5.3 s on x86_64, 5.0 s on arm64 (those waits; each boot's is in its `watch.log`);
-//! 10 s leaves as much again for a starved vCPU. The GSP's own messages do not count: a
+//! 15 s leaves twice as much again for a starved vCPU (a fault boot labelled a hang for
+//! want of it would make the fault table differ from run to run). The GSP's own messages do not count: a
 //! hostile GSP that keeps talking to a stuck driver (`chatty`) is no progress.
 
 use std::time::Duration;
 
 /// How long a boot may show no progress before it is a hang.
-pub(crate) const QUIET: Duration = Duration::from_secs(10);
+pub(crate) const QUIET: Duration = Duration::from_secs(15);
 
 /// What a boot has shown so far: the device's count of register accesses, and the
 /// console's length in bytes.

@@ -613,8 +613,20 @@ mod tests {
             return;
         };
         let before = read_clock(&counter).unwrap_or(u64::MAX);
-        let spin = Instant::now();
-        while spin.elapsed() < Duration::from_millis(2) {}
+        // Spins until the thread has run 2 ms by the C library's clock (not the wall's:
+        // on a busy machine the thread may wait for a CPU most of a wall-clock stretch).
+        let thread_ns = || {
+            let mut now = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: `now` is a valid `timespec` the call writes.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+            // CAST: a thread's CPU time is non-negative and far below `u64::MAX` ns.
+            now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+        };
+        let (start, cap) = (thread_ns(), Instant::now());
+        while thread_ns() < start + 2_000_000 && cap.elapsed() < Duration::from_secs(10) {}
         let after = read_clock(&counter).unwrap_or(0);
         assert!(after >= before + 1_000_000, "{before} -> {after}");
         assert_eq!(VcpuClock::of(u32::MAX).now(), None);

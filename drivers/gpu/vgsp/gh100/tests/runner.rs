@@ -68,7 +68,7 @@ fn start(dir: &Path, script: &str, arg: &str) -> Child {
     binary(env!("CARGO_BIN_EXE_vgsp-gh100"))
         .arg("--log")
         .arg(dir.join("qemu.log"))
-        .args(["--timeout", "20", "--", "/bin/sh", "-c", script, "sh", arg])
+        .args(["--timeout", "120", "--", "/bin/sh", "-c", script, "sh", arg])
         .env("STAND_IN", dir)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -30,6 +30,8 @@
 
 use std::{
     fs::File,
+    io,
+    os::unix::process::CommandExt,
     process::{
         Command,
         ExitCode,
@@ -123,11 +125,12 @@ fn run(args: Args) -> Result<bool, String> {
     let activity = Activity::default();
     let mut publisher = args.activity.as_deref().map(|p| Publisher::new(p.as_ref()));
     if let (Some(publisher), Some(path)) = (publisher.as_mut(), args.activity.as_deref()) {
+        // The handler first: a watcher may stop the boot as soon as the file exists.
+        activity::stop_on_sigterm().map_err(|e| format!("SIGTERM's handler: {e}"))?;
         // Before QEMU starts: a file that cannot be written stops nothing half-begun.
         publisher
             .publish(0)
             .map_err(|e| format!("the activity file {path}: {e}"))?;
-        activity::stop_on_sigterm().map_err(|e| format!("SIGTERM's handler: {e}"))?;
     }
     let counted = activity.clone();
     let mut qemu = Command::new(&args.qemu[0]);
@@ -141,6 +144,26 @@ fn run(args: Args) -> Result<bool, String> {
         .stdin(Stdio::null())
         .stdout(log.try_clone().map_err(|e| e.to_string())?)
         .stderr(log);
+    // CAST: pids fit `pid_t`.
+    let runner = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before `exec`, and only makes the
+    // async-signal-safe calls `prctl` and `getppid`; it allocates nothing
+    // (`from_raw_os_error` and `last_os_error` do not).
+    unsafe {
+        qemu.pre_exec(move || {
+            // QEMU ends with the runner, however the runner ends (a watcher's `SIGKILL`
+            // included): no QEMU is left to run on, taking a CPU from the next boot. The
+            // runner's main thread, which forks it, lives as long as the runner.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The runner ended before the signal was armed.
+            if libc::getppid() != runner {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
     let mut child = qemu
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", args.qemu[0]))?;
