@@ -52,7 +52,7 @@ fail() {
 # Prints the end of a failed step's log `$1` (`$2` lines, without its `[err]` lines), then
 # its `boot FAIL` lines again: a CI's view of the output is its end.
 show_log() {
-    grep -v '^\[err\]' "$1" | tail -n "$2"
+    grep -v '^\[err\]' "$1" | tail -n "$2" || true
     grep -E '^boot FAIL' "$1" | cut -c1-400 | tail -n 5 || true
 }
 

@@ -21,8 +21,10 @@
 //!    root file system. The configuration is the one `upstream kernel` builds with
 //!    ([`boot_fragment`]), so the two share a build directory and only nova-core is
 //!    rebuilt from one tree or patch set to the next.
-//! 3. The initramfs is `/init` and `/dev/console`; the init unbinds nova-core's devices
-//!    (the GSP's unload) and restarts the machine, which ends QEMU (`-no-reboot`).
+//! 3. The initramfs is `/init`, `/dev/console` and `/dev/kmsg`; the init unbinds
+//!    nova-core's devices (the GSP's unload), logging through the kernel's log so its lines
+//!    come whole among the driver's, and restarts the machine, which ends QEMU
+//!    (`-no-reboot`).
 //! 4. The verdict reads the guest's console and the device's transcript ([`verdict`]):
 //!    one `boot:` line per stage, quoting the driver's own lines; anything wrong prints
 //!    the console lines around it and the whole transcript.

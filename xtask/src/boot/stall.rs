@@ -11,8 +11,9 @@
 //! builds, four boots side by side: the longest quiet stretch of a boot that ended was
 //! 5.3 s on x86_64, 5.0 s on arm64 (those waits; each boot's is in its `watch.log`);
 //! 15 s leaves twice as much again for a starved vCPU (a fault boot labelled a hang for
-//! want of it would make the fault table differ from run to run). The GSP's own messages do not count: a
-//! hostile GSP that keeps talking to a stuck driver (`chatty`) is no progress.
+//! want of it would make the fault table differ from run to run). The GSP's own messages
+//! do not count: a hostile GSP that keeps talking to a stuck driver (`chatty`) is no
+//! progress.
 
 use std::time::Duration;
 

@@ -621,7 +621,8 @@ mod tests {
                 tv_nsec: 0,
             };
             // SAFETY: `now` is a valid `timespec` the call writes.
-            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+            let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+            assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
             // CAST: a thread's CPU time is non-negative and far below `u64::MAX` ns.
             now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
         };

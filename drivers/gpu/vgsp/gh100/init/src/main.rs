@@ -5,8 +5,8 @@
 //! run with `-no-reboot`, exits).
 //!
 //! Built statically (`-C target-feature=+crt-static`), it needs nothing else in the
-//! initramfs but `/dev/console` and `/dev/kmsg`. Its lines start with `vgsp-gh100-init:`
-//! and are the kernel's log records: written to the console by the kernel, whole, in
+//! initramfs but `/dev/console` and `/dev/kmsg`. Its lines, after the kernel's timestamp,
+//! start with `vgsp-gh100-init:`; they are the kernel's log records, written to the console by the kernel, whole, in
 //! order with the driver's. Written to the console directly they could be cut by a
 //! driver's line that the kernel printed in the middle of one.
 
@@ -21,17 +21,17 @@ const DRIVER: &str = "/sys/bus/pci/drivers/nova-core";
 /// Where a line becomes one of the kernel's log records.
 const KMSG: &str = "/dev/kmsg";
 
-/// Logs `line` as a record of the kernel's log (one `write`), or on the console when
-/// there is no `/dev/kmsg`.
+/// Logs `line` as a record of the kernel's log (one `write`, at `KERN_NOTICE`, which the
+/// console prints), or on the console when there is no `/dev/kmsg`.
 fn say(line: &str) {
-    let record = format!("vgsp-gh100-init: {line}\n");
+    let text = format!("vgsp-gh100-init: {line}\n");
     let logged = fs::OpenOptions::new()
         .write(true)
         .open(KMSG)
-        .and_then(|mut kmsg| kmsg.write_all(record.as_bytes()));
+        .and_then(|mut kmsg| kmsg.write_all(format!("<5>{text}").as_bytes()));
     if logged.is_err() {
         let mut out = std::io::stdout();
-        let _ = out.write_all(record.as_bytes());
+        let _ = out.write_all(text.as_bytes());
         let _ = out.flush();
     }
 }

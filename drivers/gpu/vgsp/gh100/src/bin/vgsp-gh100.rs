@@ -125,7 +125,8 @@ fn run(args: Args) -> Result<bool, String> {
     let activity = Activity::default();
     let mut publisher = args.activity.as_deref().map(|p| Publisher::new(p.as_ref()));
     if let (Some(publisher), Some(path)) = (publisher.as_mut(), args.activity.as_deref()) {
-        // The handler first: a watcher may stop the boot as soon as the file exists.
+        // The handler first: a watcher may send `SIGTERM` once the file exists (the
+        // runner's tests do).
         activity::stop_on_sigterm().map_err(|e| format!("SIGTERM's handler: {e}"))?;
         // Before QEMU starts: a file that cannot be written stops nothing half-begun.
         publisher
@@ -146,14 +147,15 @@ fn run(args: Args) -> Result<bool, String> {
         .stderr(log);
     // CAST: pids fit `pid_t`.
     let runner = std::process::id() as libc::pid_t;
-    // SAFETY: the closure runs in the forked child before `exec`, and only makes the
-    // async-signal-safe calls `prctl` and `getppid`; it allocates nothing
+    // SAFETY: the closure runs in the forked child before `exec`, and only makes the raw
+    // system calls `prctl` and `getppid`, which take no lock; it allocates nothing
     // (`from_raw_os_error` and `last_os_error` do not).
     unsafe {
         qemu.pre_exec(move || {
             // QEMU ends with the runner, however the runner ends (a watcher's `SIGKILL`
             // included): no QEMU is left to run on, taking a CPU from the next boot. The
             // runner's main thread, which forks it, lives as long as the runner.
+            // CAST: a signal number is small and positive.
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
                 return Err(io::Error::last_os_error());
             }
