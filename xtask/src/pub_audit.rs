@@ -14,14 +14,16 @@
 //!    first and alone;
 //! 2. the driver's own public signatures: a type a `pub` function names (rustc's
 //!    `private_interfaces` and `private_bounds`), the `is_empty` of a `pub` `len`
-//!    (clippy's `len_without_is_empty`), asked after the device side and again after
-//!    the tests;
+//!    (clippy's `len_without_is_empty`), asked after the device side and again at the
+//!    end;
 //! 3. tests and tools alone: every target of the workspace, the ordering model's loom
-//!    scenarios (`--cfg loom`), and the three crates built apart (`tests/fuzz`,
+//!    scenarios (`--cfg loom`), the three crates built apart (`tests/fuzz`,
 //!    `tests/upstream` against the Linux 7.3 tree of `cargo xtask linux-7.3`,
-//!    `tools/trace`). Doctests and intra-doc links are not compiled: an item named only
-//!    there would be reported, and making it `pub(crate)` would then fail the test
-//!    command's `cargo test` or `cargo doc`.
+//!    `tools/trace`);
+//! 4. documentation alone: the workspace's, whose links to the driver's items rustdoc
+//!    resolves (`cargo doc`, `-D rustdoc::broken_intra_doc_links`). Doctests are not run:
+//!    the driver's one doctest is `compile_fail`, and no other crate's names a driver
+//!    item.
 //!
 //! What stays narrowed no other crate uses: it should be `pub(crate)`.
 //!
@@ -29,6 +31,8 @@
 //! pub-audit: drivers/gpu/nova-core: L `pub` lines; N items another crate needs: D the device side, S the driver's signatures, T tests and tools alone
 //! pub-audit: items no other crate uses: U
 //! ```
+//!
+//! (A need no item has is left out of the first line.)
 //!
 //! The `pub` lines are counted as `grep -E '^\s*pub (unsafe )?(const )?(fn|struct|enum|
 //! const|static|type|trait|mod|use|macro)'` counts them (module declarations, re-exports
@@ -79,14 +83,25 @@ const APART: &[&str] = &["tests/fuzz", "tests/upstream", "tools/trace"];
 /// The package whose scenarios build only with `--cfg loom` (the ordering model).
 const LOOM_PACKAGE: &str = "vgsp-model";
 
+/// How a [`Build`] compiles, beyond its arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flavour {
+    /// As the repository's own builds do.
+    Plain,
+    /// With `--cfg loom`, in a target directory of its own.
+    Loom,
+    /// `cargo doc`, an unresolved intra-doc link an error.
+    Doc,
+}
+
 /// One `cargo` command the audit runs, in a directory.
 struct Build<'a> {
     /// Where: the copy's root, or a crate built apart.
     dir: PathBuf,
-    /// `check` or `clippy` and what to build.
+    /// `check`, `clippy` or `doc` and what to build.
     args: Vec<&'a str>,
-    /// Whether with `--cfg loom` (in a target directory of its own).
-    loom: bool,
+    /// How it compiles.
+    flavour: Flavour,
 }
 
 impl<'a> Build<'a> {
@@ -94,7 +109,7 @@ impl<'a> Build<'a> {
         Self {
             dir: dir.to_path_buf(),
             args,
-            loom: false,
+            flavour: Flavour::Plain,
         }
     }
 }
@@ -125,6 +140,8 @@ enum Need {
     Signature,
     /// Tests and tools alone.
     Tests,
+    /// Another crate's documentation alone: a link to the item.
+    Docs,
 }
 
 impl Need {
@@ -133,6 +150,7 @@ impl Need {
             Self::Device => "the device side",
             Self::Signature => "the driver's signatures",
             Self::Tests => "tests and tools alone",
+            Self::Docs => "documentation alone",
         }
     }
 }
@@ -287,37 +305,26 @@ fn top_modules(statement: &str) -> Vec<String> {
     modules
 }
 
-/// Returns the item a privacy error names in its message, if it names one.
+/// Returns the item a privacy error or an unresolved link names in its message, if it
+/// names one: the last segment of the path quoted before `is private`, or after `cannot
+/// find` or `unresolved link to`.
 fn named_item(message: &str) -> Option<String> {
-    const PATTERNS: &[(&str, &str)] = &[
-        ("` is private", "`"),
-        ("` is only public within the crate", "`"),
-        ("cannot find ", "` in"),
-    ];
-    for (marker, end) in PATTERNS {
-        let Some(at) = message.find(marker) else {
-            continue;
-        };
-        let quoted = match *marker {
-            "cannot find " => {
-                let after = &message[at..];
-                let open = after.find('`')? + 1;
-                let close = after[open..]
-                    .find(end.trim_start_matches('`'))
-                    .map(|c| open + c)?;
-                after[open..close].trim_end_matches('`').to_string()
-            }
-            _ => {
-                let before = &message[..at];
-                before[before.rfind('`')? + 1..].to_string()
-            }
-        };
-        let name = quoted.rsplit("::").next().unwrap_or(&quoted);
-        if !name.is_empty() {
-            return Some(name.to_string());
-        }
-    }
-    None
+    const BEFORE: &[&str] = &["` is private", "` is only public within the crate"];
+    const AFTER: &[&str] = &["cannot find ", "unresolved link to "];
+    let before = BEFORE.iter().find_map(|marker| {
+        let head = &message[..message.find(marker)?];
+        Some(&head[head.rfind('`')? + 1..])
+    });
+    let after = || {
+        AFTER.iter().find_map(|marker| {
+            let tail = &message[message.find(marker)?..];
+            let open = tail.find('`')? + 1;
+            Some(&tail[open..open + tail[open..].find('`')?])
+        })
+    };
+    let quoted = before.or_else(after)?;
+    let name = quoted.rsplit("::").next().unwrap_or(quoted);
+    (!name.is_empty()).then(|| name.to_string())
 }
 
 /// Returns every span of a diagnostic, its children's included.
@@ -458,7 +465,7 @@ impl Audit {
     ///
     /// - cargo cannot be run, or a file cannot be written.
     fn check(&mut self, build: &Build<'_>, need: Need) -> Result<(usize, Vec<String>), String> {
-        let Build { dir, args, loom } = build;
+        let Build { dir, args, flavour } = build;
         let driver = self.tree.join(DRIVER);
         let mut cargo = tools::command("cargo")?;
         cargo
@@ -466,16 +473,22 @@ impl Audit {
             .args(args)
             .args(["--message-format=json", "--quiet"])
             .env("VGSP_UPSTREAM_TREE", &self.linux);
-        match loom {
+        cargo.env_remove("RUSTDOCFLAGS");
+        match flavour {
             // Another configuration of every crate: a target directory of its own.
-            true => cargo.env("RUSTFLAGS", "--cfg loom").env(
+            Flavour::Loom => cargo.env("RUSTFLAGS", "--cfg loom").env(
                 "CARGO_TARGET_DIR",
                 self.target.with_file_name("target-loom"),
             ),
-            false => cargo
+            Flavour::Plain | Flavour::Doc => cargo
                 .env_remove("RUSTFLAGS")
                 .env("CARGO_TARGET_DIR", &self.target),
         };
+        if *flavour == Flavour::Doc {
+            // Only what another crate's links need: the driver's own links to its
+            // narrowed items are warnings (`private_intra_doc_links`), not the audit's.
+            cargo.env("RUSTDOCFLAGS", "-D rustdoc::broken_intra_doc_links");
+        }
         let out = cargo
             .output()
             .map_err(|e| format!("cannot run cargo in {}: {e}", dir.display()))?;
@@ -696,7 +709,7 @@ pub(crate) fn pub_audit(args: &[String]) -> Result<bool, String> {
     let mut all = vec![
         Build::new(&tree, vec!["check", "--workspace", "--all-targets"]),
         Build {
-            loom: true,
+            flavour: Flavour::Loom,
             ..Build::new(&tree, vec!["check", "-p", LOOM_PACKAGE, "--all-targets"])
         },
     ];
@@ -706,6 +719,11 @@ pub(crate) fn pub_audit(args: &[String]) -> Result<bool, String> {
             .map(|d| Build::new(&tree.join(d), vec!["check", "--all-targets"])),
     );
     audit.until_built(&all, Need::Tests, &progress)?;
+    let docs = Build {
+        flavour: Flavour::Doc,
+        ..Build::new(&tree, vec!["doc", "--workspace", "--no-deps"])
+    };
+    audit.until_built(&[docs], Need::Docs, &progress)?;
     // The types the tests' items name in their signatures.
     audit.until_built(&clippy, Need::Signature, &progress)?;
 
@@ -847,5 +865,9 @@ mod tests {
         );
         assert_eq!(named_item("`GSP_MEM_PAGES` is only public within the crate, and cannot be re-exported outside").as_deref(), Some("GSP_MEM_PAGES"));
         assert_eq!(named_item("mismatched types"), None);
+        assert_eq!(
+            named_item("unresolved link to `nova_core::gsp::fw::Checked`").as_deref(),
+            Some("Checked")
+        );
     }
 }
