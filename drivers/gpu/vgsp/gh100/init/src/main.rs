@@ -6,9 +6,9 @@
 //!
 //! Built statically (`-C target-feature=+crt-static`), it needs nothing else in the
 //! initramfs but `/dev/console` and `/dev/kmsg`. Its lines, after the kernel's timestamp,
-//! start with `vgsp-gh100-init:`; they are the kernel's log records, written to the console by the kernel, whole, in
-//! order with the driver's. Written to the console directly they could be cut by a
-//! driver's line that the kernel printed in the middle of one.
+//! start with `vgsp-gh100-init:`; they are the kernel's log records, which the kernel
+//! writes to the console whole and in order with the driver's. Written to the console
+//! directly, they could be cut by a driver's line printed in the middle of one.
 
 use std::{
     fs,
